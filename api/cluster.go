@@ -1,0 +1,110 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/fsm"
+)
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.String(http.StatusOK, "ok\n")
+}
+
+// readyz prints one line per check, like Kubernetes: "[+]raft ok: ...".
+func (s *Server) readyz(c echo.Context) error {
+	var b strings.Builder
+	ok := true
+	for _, ch := range s.c.Ready() {
+		if ch.OK {
+			fmt.Fprintf(&b, "[+]%s ok: %s\n", ch.Name, ch.Info)
+		} else {
+			ok = false
+			fmt.Fprintf(&b, "[-]%s failed: %s\n", ch.Name, ch.Info)
+		}
+	}
+	if !ok {
+		b.WriteString("readyz check failed\n")
+		return c.String(http.StatusServiceUnavailable, b.String())
+	}
+	b.WriteString("readyz check passed\n")
+	return c.String(http.StatusOK, b.String())
+}
+
+// MembersResponse is the body of GET /v1/cluster/members.
+type MembersResponse struct {
+	Members []cluster.Member `json:"members"`
+}
+
+func (s *Server) members(c echo.Context) error {
+	return c.JSON(http.StatusOK, MembersResponse{Members: s.c.Members()})
+}
+
+func (s *Server) raftStatus(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.c.RaftStatus())
+}
+
+// HostsResponse is the body of GET /v1/hosts.
+type HostsResponse struct {
+	Hosts []fsm.Host `json:"hosts"`
+}
+
+// HostResponse is the body of GET /v1/hosts/{name}.
+type HostResponse struct {
+	Host fsm.Host `json:"host"`
+}
+
+func (s *Server) listHosts(c echo.Context) error {
+	if err := s.readBarrier(c); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, HostsResponse{Hosts: s.c.Store().Hosts()})
+}
+
+func (s *Server) getHost(c echo.Context) error {
+	if err := s.readBarrier(c); err != nil {
+		return err
+	}
+	h, err := s.c.Store().Host(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, HostResponse{Host: h})
+}
+
+func (s *Server) leave(c echo.Context) error {
+	if s.cfg.OnLeave == nil {
+		return echo.NewHTTPError(http.StatusNotImplemented, "this peer cannot leave through the API")
+	}
+	go s.cfg.OnLeave()
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "leaving", "peer": s.c.Name()})
+}
+
+// forwardApply is the leader's side of a follower's forwarded write.
+func (s *Server) forwardApply(c echo.Context) error {
+	data, err := io.ReadAll(io.LimitReader(c.Request().Body, 8<<20))
+	if err != nil {
+		return badRequest("read forwarded command: %v", err)
+	}
+	idx, err := s.c.ApplyForwarded(c.Request().Context(), data)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cluster.ForwardResponse{Index: idx})
+}
+
+// forwardReadIndex is the leader's side of a follower's read index.
+func (s *Server) forwardReadIndex(c echo.Context) error {
+	verify, _ := strconv.ParseBool(c.QueryParam("verify"))
+	idx, err := s.c.ReadIndex(c.Request().Context(), verify)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cluster.ForwardResponse{Index: idx})
+}

@@ -1,0 +1,127 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Errors detected by the API layer itself.
+var (
+	ErrBadRequest   = errors.New("bad request")
+	ErrUnauthorized = errors.New("authentication required: send a token in X-Auth-Token or Authorization: Bearer (set CORRAL_TOKEN for the CLI)")
+	ErrForbidden    = errors.New("forbidden")
+)
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// ErrorBody is the JSON error of the native /v1 API.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail describes one error.
+type ErrorDetail struct {
+	Code      int    `json:"code"`
+	Kind      string `json:"kind"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// classify is the one place that maps an error to an HTTP status and a kind.
+func classify(err error) (int, string) {
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &he):
+		return he.Code, strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+	case errors.Is(err, ErrBadRequest), errors.Is(err, fsm.ErrInvalid), errors.Is(err, cluster.ErrBadConsistency):
+		return http.StatusBadRequest, cluster.KindInvalid
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, fsm.ErrNotFound):
+		return http.StatusNotFound, cluster.KindNotFound
+	case errors.Is(err, fsm.ErrConflict):
+		return http.StatusConflict, cluster.KindConflict
+	case errors.Is(err, cluster.ErrNotLeader):
+		return http.StatusServiceUnavailable, cluster.KindNotLeader
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotReady), errors.Is(err, cluster.ErrShutdown):
+		return http.StatusServiceUnavailable, cluster.KindNoLeader
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "timeout"
+	}
+	return http.StatusInternalServerError, cluster.KindInternal
+}
+
+// novaErrorKey is the top-level key Nova uses for each status.
+func novaErrorKey(code int) string {
+	switch code {
+	case http.StatusBadRequest:
+		return "badRequest"
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusNotFound:
+		return "itemNotFound"
+	case http.StatusConflict:
+		return "conflictingRequest"
+	case http.StatusNotAcceptable:
+		return "notAcceptable"
+	case http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return "serviceUnavailable"
+	case http.StatusMethodNotAllowed:
+		return "methodNotAllowed"
+	}
+	return "computeFault"
+}
+
+// errorHandler renders every error: Nova's shape under /compute, the
+// native shape elsewhere. Internal errors are logged with the request id.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, kind := classify(err)
+	msg := err.Error()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg = fmt.Sprint(he.Message)
+		if he.Internal != nil {
+			msg += ": " + he.Internal.Error()
+		}
+	}
+	rid := requestID(c)
+	if code >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path,
+			"status", code, "err", err, "request_id", rid)
+	}
+	if code == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "1")
+	}
+	var body any
+	path := c.Request().URL.Path
+	switch {
+	case strings.HasPrefix(path, novaPrefix):
+		body = map[string]any{novaErrorKey(code): map[string]any{"code": code, "message": msg}}
+	case strings.HasPrefix(path, cluster.ForwardApplyPath), strings.HasPrefix(path, cluster.ForwardReadIndexPath):
+		body = cluster.ForwardResponse{Error: &cluster.ForwardError{Kind: kind, Message: msg}}
+	default:
+		body = ErrorBody{Error: ErrorDetail{Code: code, Kind: kind, Message: msg, RequestID: rid}}
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(code)
+		return
+	}
+	_ = c.JSON(code, body)
+}

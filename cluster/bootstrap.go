@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// joinLoop contacts the --join addresses until one answers, then keeps
+// quiet: memberlist takes over from there.
+func (n *Node) joinLoop() {
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		k, err := n.gossip.join(n.cfg.Join)
+		if err == nil || k > 0 {
+			n.log.Info("joined gossip", "contacted", k, "via", n.cfg.Join)
+			return
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			n.log.Warn("cannot join gossip yet; retrying", "join", n.cfg.Join, "attempt", attempt, "err", err)
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// bootstrapLoop implements --bootstrap-expect like Consul and Nomad: when
+// gossip shows exactly N peers that all expect N and none of them already
+// has raft state, every one of them bootstraps raft with the same
+// configuration (identical configurations make this safe). A peer that
+// sees an already bootstrapped peer waits for the leader to add it instead.
+func (n *Node) bootstrapLoop() {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	warned := false
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n.configured() {
+			n.gossip.setBootstrapped()
+			return
+		}
+		var peers []memberState
+		existing := false
+		mismatch := false
+		for _, m := range n.gossip.snapshot() {
+			if m.Status != MemberAlive || m.Meta.RaftAddr == "" {
+				continue
+			}
+			if m.Meta.Bootstrapped {
+				existing = true
+			}
+			if m.Meta.Expect != 0 && m.Meta.Expect != n.cfg.BootstrapExpect {
+				mismatch = true
+			}
+			peers = append(peers, m)
+		}
+		if existing {
+			continue // an existing cluster will add us
+		}
+		if mismatch {
+			if !warned {
+				n.log.Error("peers disagree on bootstrap-expect; not bootstrapping: give every peer the same --bootstrap-expect")
+				warned = true
+			}
+			continue
+		}
+		if len(peers) < n.cfg.BootstrapExpect {
+			continue
+		}
+		if len(peers) > n.cfg.BootstrapExpect {
+			if !warned {
+				n.log.Warn("more peers than bootstrap-expect are alive and none is bootstrapped; waiting",
+					"alive", len(peers), "expect", n.cfg.BootstrapExpect)
+				warned = true
+			}
+			continue
+		}
+		var conf raft.Configuration
+		for _, p := range peers {
+			conf.Servers = append(conf.Servers, raft.Server{
+				Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.Meta.RaftAddr),
+			})
+		}
+		err := n.raft.BootstrapCluster(conf).Error()
+		switch {
+		case err == nil:
+			n.log.Info("bootstrapped raft", "peers", len(peers))
+		case errors.Is(err, raft.ErrCantBootstrap):
+			n.log.Info("raft already has state; not bootstrapping")
+		default:
+			n.log.Error("raft bootstrap failed", "err", err)
+			continue
+		}
+		n.gossip.setBootstrapped()
+		return
+	}
+}
+
+// configured reports whether this peer has a raft configuration with at
+// least one server (bootstrapped, or added by a leader).
+func (n *Node) configured() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	return len(f.Configuration().Servers) > 0
+}

@@ -1,0 +1,320 @@
+// Package clustertest runs in-process corral clusters for tests: raft on
+// in-memory transports (so partitions are a function call), gossip on
+// loopback, boltdb stores in temporary directories, and an in-memory
+// forwarder that respects partitions.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Options tune a harness.
+type Options struct {
+	// Tweak may adjust each peer's configuration before it starts.
+	Tweak func(cfg *cluster.Config)
+	// Logger for all peers (default: warnings and errors to stderr).
+	Logger *slog.Logger
+}
+
+// Peer is one in-process peer.
+type Peer struct {
+	Name     string
+	Node     *cluster.Node
+	Registry *prometheus.Registry
+	dataDir  string
+	trans    *raft.InmemTransport
+	gport    int
+}
+
+// Harness is a set of in-process peers.
+type Harness struct {
+	t    testing.TB
+	opts Options
+
+	mu          sync.Mutex
+	peers       map[string]*Peer
+	partitioned map[string]bool
+	seed        string // gossip address to join
+}
+
+// Start runs n peers p1..pn bootstrapped with --bootstrap-expect n.
+func Start(t testing.TB, n int, opts Options) *Harness {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	h := &Harness{t: t, opts: opts, peers: map[string]*Peer{}, partitioned: map[string]bool{}}
+	t.Cleanup(h.Close)
+	for i := 1; i <= n; i++ {
+		h.Add(fmt.Sprintf("p%d", i), n)
+	}
+	return h
+}
+
+// Add starts a new peer; expect is its --bootstrap-expect (0 to join an
+// existing cluster).
+func (h *Harness) Add(name string, expect int) *Peer {
+	h.t.Helper()
+	p := &Peer{Name: name, dataDir: h.t.TempDir(), gport: freePort(h.t)}
+	h.start(p, expect)
+	return p
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (h *Harness) start(p *Peer, expect int) {
+	h.t.Helper()
+	_, p.trans = raft.NewInmemTransport(raft.ServerAddress(p.Name))
+	h.mu.Lock()
+	for _, o := range h.peers {
+		if o.Node != nil && !h.partitioned[o.Name] && !h.partitioned[p.Name] {
+			p.trans.Connect(o.trans.LocalAddr(), o.trans)
+			o.trans.Connect(p.trans.LocalAddr(), p.trans)
+		}
+	}
+	var join []string
+	if h.seed != "" {
+		join = []string{h.seed}
+	}
+	h.mu.Unlock()
+	p.Registry = prometheus.NewRegistry()
+	cfg := cluster.Config{
+		Name:            p.Name,
+		DataDir:         p.dataDir,
+		BindAddr:        "127.0.0.1",
+		GossipPort:      p.gport,
+		APIAddr:         p.Name + ".api:1",
+		Join:            join,
+		BootstrapExpect: expect,
+		Transport:       p.trans,
+		Forwarder:       &memForwarder{h: h, from: p.Name},
+		Logger:          h.opts.Logger,
+		Registry:        p.Registry,
+		Store:           fsm.New(),
+		Raft: cluster.RaftTimings{
+			HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+			LeaderLeaseTimeout: 150 * time.Millisecond,
+		},
+		Gossip: cluster.GossipTimings{ProbeInterval: 200 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond},
+	}
+	if h.opts.Tweak != nil {
+		h.opts.Tweak(&cfg)
+	}
+	n, err := cluster.New(cfg)
+	if err != nil {
+		h.t.Fatalf("start peer %s: %v", p.Name, err)
+	}
+	p.Node = n
+	h.mu.Lock()
+	h.peers[p.Name] = p
+	if h.seed == "" {
+		h.seed = n.GossipAddr()
+	}
+	h.mu.Unlock()
+}
+
+// Peer returns a peer by name.
+func (h *Harness) Peer(name string) *Peer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.peers[name]
+}
+
+// Running returns the running peers sorted by name.
+func (h *Harness) Running() []*Peer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*Peer
+	for _, p := range h.peers {
+		if p.Node != nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Kill stops a peer abruptly (no leave), keeping its data dir.
+func (h *Harness) Kill(name string) {
+	h.t.Helper()
+	p := h.Peer(name)
+	h.mu.Lock()
+	for _, o := range h.peers {
+		if o != p && o.Node != nil {
+			o.trans.Disconnect(p.trans.LocalAddr())
+		}
+	}
+	h.mu.Unlock()
+	if err := p.Node.Shutdown(); err != nil {
+		h.t.Logf("shutdown %s: %v", name, err)
+	}
+	h.mu.Lock()
+	p.Node = nil
+	h.mu.Unlock()
+}
+
+// Restart starts a killed peer again on its data dir.
+func (h *Harness) Restart(name string) {
+	h.t.Helper()
+	h.start(h.Peer(name), 0)
+}
+
+// Partition cuts a peer's raft transport and forwarding off from all others.
+func (h *Harness) Partition(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.partitioned[name] = true
+	p := h.peers[name]
+	p.trans.DisconnectAll()
+	for _, o := range h.peers {
+		if o != p && o.Node != nil {
+			o.trans.Disconnect(p.trans.LocalAddr())
+		}
+	}
+}
+
+// Heal reconnects a partitioned peer.
+func (h *Harness) Heal(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.partitioned, name)
+	p := h.peers[name]
+	for _, o := range h.peers {
+		if o != p && o.Node != nil && !h.partitioned[o.Name] {
+			p.trans.Connect(o.trans.LocalAddr(), o.trans)
+			o.trans.Connect(p.trans.LocalAddr(), p.trans)
+		}
+	}
+}
+
+// Leader waits for a leader among the running, non-partitioned peers.
+func (h *Harness) Leader(timeout time.Duration) *Peer {
+	h.t.Helper()
+	var leader *Peer
+	Eventually(h.t, timeout, func() error {
+		leader = nil
+		for _, p := range h.Running() {
+			h.mu.Lock()
+			cut := h.partitioned[p.Name]
+			h.mu.Unlock()
+			if !cut && p.Node.IsLeader() {
+				leader = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no leader among %s", h.names())
+	})
+	return leader
+}
+
+// Followers returns the running peers other than the given one.
+func (h *Harness) Followers(leader *Peer) []*Peer {
+	var out []*Peer
+	for _, p := range h.Running() {
+		if p != leader {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (h *Harness) names() string {
+	var n []string
+	for _, p := range h.Running() {
+		n = append(n, p.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+// Close stops every running peer.
+func (h *Harness) Close() {
+	for _, p := range h.Running() {
+		_ = p.Node.Shutdown()
+		h.mu.Lock()
+		p.Node = nil
+		h.mu.Unlock()
+	}
+}
+
+// Eventually polls f until it returns nil or the deadline passes.
+func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	wait := 5 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %v", timeout, err)
+		}
+		time.Sleep(wait) // pacing the poll, not waiting for a state
+		if wait < 100*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// memForwarder forwards in memory to the peer whose API address matches,
+// failing as undelivered across a partition.
+type memForwarder struct {
+	h    *Harness
+	from string
+}
+
+func (f *memForwarder) target(api string) (*cluster.Node, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	if f.h.partitioned[f.from] {
+		return nil, fmt.Errorf("%w: %s is partitioned", cluster.ErrNotDelivered, f.from)
+	}
+	for _, p := range f.h.peers {
+		if p.Node != nil && p.Name+".api:1" == api {
+			if f.h.partitioned[p.Name] {
+				return nil, fmt.Errorf("%w: %s is partitioned", cluster.ErrNotDelivered, p.Name)
+			}
+			return p.Node, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no peer serves %s", cluster.ErrNotDelivered, api)
+}
+
+func (f *memForwarder) Apply(ctx context.Context, api string, data []byte) (uint64, error) {
+	n, err := f.target(api)
+	if err != nil {
+		return 0, err
+	}
+	return n.ApplyForwarded(ctx, data)
+}
+
+func (f *memForwarder) ReadIndex(ctx context.Context, api string, verify bool) (uint64, error) {
+	n, err := f.target(api)
+	if err != nil {
+		return 0, err
+	}
+	return n.ReadIndex(ctx, verify)
+}

@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// RaftTimings are the raft knobs an operator may tune. The defaults are
+// tuned for a LAN: a dead leader is replaced in about one second.
+type RaftTimings struct {
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotInterval   time.Duration
+	SnapshotThreshold  uint64
+	TrailingLogs       uint64
+	ApplyTimeout       time.Duration
+}
+
+// GossipTimings are the memberlist knobs.
+type GossipTimings struct {
+	ProbeInterval    time.Duration
+	ProbeTimeout     time.Duration
+	SuspicionMult    int
+	GossipInterval   time.Duration
+	PushPullInterval time.Duration
+}
+
+// DefaultRaftTimings returns LAN defaults (leader failover well under 2 s).
+func DefaultRaftTimings() RaftTimings {
+	return RaftTimings{
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+		CommitTimeout:      20 * time.Millisecond,
+		SnapshotInterval:   60 * time.Second,
+		SnapshotThreshold:  8192,
+		TrailingLogs:       10240,
+		ApplyTimeout:       5 * time.Second,
+	}
+}
+
+// DefaultGossipTimings returns LAN defaults.
+func DefaultGossipTimings() GossipTimings {
+	return GossipTimings{
+		ProbeInterval:    500 * time.Millisecond,
+		ProbeTimeout:     250 * time.Millisecond,
+		SuspicionMult:    3,
+		GossipInterval:   100 * time.Millisecond,
+		PushPullInterval: 15 * time.Second,
+	}
+}
+
+// Config configures one peer.
+type Config struct {
+	Name            string // unique peer (compute host) name; also the raft server ID
+	DataDir         string // raft log, stable store and snapshots live here
+	BindAddr        string // IP to bind raft and gossip to, e.g. 127.0.0.2
+	RaftPort        int
+	GossipPort      int    // 0 picks a free port (tests)
+	APIAddr         string // host:port of this peer's HTTP API, advertised in gossip
+	Kind            string // host kind: ironic or hypervisor
+	Join            []string
+	BootstrapExpect int
+	MaxVoters       int // peers beyond this join as non-voters (default 5)
+
+	Raft   RaftTimings
+	Gossip GossipTimings
+	// ReconcileInterval is how often the leader reconciles gossip into raft and the FSM.
+	ReconcileInterval time.Duration
+	// DeadGrace is how long a member may be missing from gossip after this
+	// peer became leader before its host is marked down.
+	DeadGrace time.Duration
+
+	// PeerToken authenticates forwarded requests between peers.
+	PeerToken string
+
+	// Test seams. Transport replaces the TCP transport (raft.InmemTransport);
+	// InmemStore keeps the raft log in memory; Forwarder replaces HTTP forwarding.
+	Transport  raft.Transport
+	InmemStore bool
+	Forwarder  Forwarder
+
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	Store    *fsm.Store
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$`)
+
+func (c *Config) setDefaults() {
+	if c.MaxVoters == 0 {
+		c.MaxVoters = 5
+	}
+	if c.Kind == "" {
+		c.Kind = fsm.KindIronic
+	}
+	d := DefaultRaftTimings()
+	if c.Raft.HeartbeatTimeout == 0 {
+		c.Raft.HeartbeatTimeout = d.HeartbeatTimeout
+	}
+	if c.Raft.ElectionTimeout == 0 {
+		c.Raft.ElectionTimeout = d.ElectionTimeout
+	}
+	if c.Raft.LeaderLeaseTimeout == 0 {
+		c.Raft.LeaderLeaseTimeout = d.LeaderLeaseTimeout
+	}
+	if c.Raft.CommitTimeout == 0 {
+		c.Raft.CommitTimeout = d.CommitTimeout
+	}
+	if c.Raft.SnapshotInterval == 0 {
+		c.Raft.SnapshotInterval = d.SnapshotInterval
+	}
+	if c.Raft.SnapshotThreshold == 0 {
+		c.Raft.SnapshotThreshold = d.SnapshotThreshold
+	}
+	if c.Raft.TrailingLogs == 0 {
+		c.Raft.TrailingLogs = d.TrailingLogs
+	}
+	if c.Raft.ApplyTimeout == 0 {
+		c.Raft.ApplyTimeout = d.ApplyTimeout
+	}
+	g := DefaultGossipTimings()
+	if c.Gossip.ProbeInterval == 0 {
+		c.Gossip.ProbeInterval = g.ProbeInterval
+	}
+	if c.Gossip.ProbeTimeout == 0 {
+		c.Gossip.ProbeTimeout = g.ProbeTimeout
+	}
+	if c.Gossip.SuspicionMult == 0 {
+		c.Gossip.SuspicionMult = g.SuspicionMult
+	}
+	if c.Gossip.GossipInterval == 0 {
+		c.Gossip.GossipInterval = g.GossipInterval
+	}
+	if c.Gossip.PushPullInterval == 0 {
+		c.Gossip.PushPullInterval = g.PushPullInterval
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = 500 * time.Millisecond
+	}
+	if c.DeadGrace == 0 {
+		c.DeadGrace = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Store == nil {
+		c.Store = fsm.New()
+	}
+}
+
+// Validate checks the configuration and returns every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if !nameRE.MatchString(c.Name) {
+		errs = append(errs, fmt.Errorf("name %q is not a valid host name: use letters, digits, '.', '-' or '_' (max 64)", c.Name))
+	}
+	if c.DataDir == "" && !c.InmemStore {
+		errs = append(errs, errors.New("data dir is empty: set --data-dir or [DEFAULT] data_dir"))
+	}
+	if c.Transport == nil {
+		if net.ParseIP(c.BindAddr) == nil {
+			errs = append(errs, fmt.Errorf("bind address %q is not an IP address: set --bind, e.g. 127.0.0.2", c.BindAddr))
+		}
+		if c.RaftPort <= 0 || c.RaftPort > 65535 {
+			errs = append(errs, fmt.Errorf("raft port %d is out of range 1-65535: set --raft-port", c.RaftPort))
+		}
+	}
+	if c.GossipPort < 0 || c.GossipPort > 65535 {
+		errs = append(errs, fmt.Errorf("gossip port %d is out of range 0-65535: set --gossip-port", c.GossipPort))
+	}
+	if _, _, err := net.SplitHostPort(c.APIAddr); err != nil {
+		errs = append(errs, fmt.Errorf("API address %q is not host:port: %w", c.APIAddr, err))
+	}
+	if c.Kind != fsm.KindIronic && c.Kind != fsm.KindHypervisor {
+		errs = append(errs, fmt.Errorf("host kind %q is unknown: use %s or %s", c.Kind, fsm.KindIronic, fsm.KindHypervisor))
+	}
+	if c.BootstrapExpect < 0 {
+		errs = append(errs, fmt.Errorf("bootstrap-expect %d is negative", c.BootstrapExpect))
+	}
+	if c.MaxVoters < 1 {
+		errs = append(errs, fmt.Errorf("max voters %d must be at least 1", c.MaxVoters))
+	}
+	if c.Raft.LeaderLeaseTimeout > c.Raft.HeartbeatTimeout {
+		errs = append(errs, fmt.Errorf("raft leader lease timeout %s must not exceed the heartbeat timeout %s", c.Raft.LeaderLeaseTimeout, c.Raft.HeartbeatTimeout))
+	}
+	if c.Raft.ElectionTimeout < c.Raft.HeartbeatTimeout {
+		errs = append(errs, fmt.Errorf("raft election timeout %s must be at least the heartbeat timeout %s", c.Raft.ElectionTimeout, c.Raft.HeartbeatTimeout))
+	}
+	if c.Gossip.ProbeTimeout > c.Gossip.ProbeInterval {
+		errs = append(errs, fmt.Errorf("gossip probe timeout %s must not exceed the probe interval %s", c.Gossip.ProbeTimeout, c.Gossip.ProbeInterval))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Gossip member statuses as shown by the API.
+const (
+	MemberAlive = "alive"
+	MemberDead  = "dead"
+	MemberLeft  = "left"
+)
+
+// memberMeta is carried in memberlist's node metadata (max 512 bytes).
+type memberMeta struct {
+	Version      int    `json:"v"`
+	RaftAddr     string `json:"raft"`
+	APIAddr      string `json:"api"`
+	Kind         string `json:"kind"`
+	Expect       int    `json:"expect,omitempty"`
+	Bootstrapped bool   `json:"boot,omitempty"`
+	// Leaving is announced just before a graceful leave, so that peers
+	// can tell a departure from a death (memberlist reports both alike).
+	Leaving bool `json:"leaving,omitempty"`
+}
+
+// memberState is this peer's view of one gossip member.
+type memberState struct {
+	Name    string
+	Addr    string // gossip host:port
+	Status  string
+	Meta    memberMeta
+	Changed time.Time
+}
+
+// gossip wraps memberlist and keeps a table of every member ever seen,
+// including dead and left ones (memberlist.Members only lists live ones).
+type gossip struct {
+	ml     *memberlist.Memberlist
+	log    *slog.Logger
+	events chan struct{} // poked on every membership change (non-blocking)
+
+	mu      sync.Mutex
+	meta    memberMeta
+	members map[string]*memberState
+}
+
+func newGossip(cfg *Config, meta memberMeta, logger *slog.Logger) (*gossip, error) {
+	g := &gossip{
+		log:     logger,
+		events:  make(chan struct{}, 1),
+		meta:    meta,
+		members: map[string]*memberState{},
+	}
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = cfg.Name
+	mc.BindAddr = cfg.BindAddr
+	mc.BindPort = cfg.GossipPort
+	mc.AdvertiseAddr = cfg.BindAddr
+	mc.AdvertisePort = cfg.GossipPort
+	mc.ProbeInterval = cfg.Gossip.ProbeInterval
+	mc.ProbeTimeout = cfg.Gossip.ProbeTimeout
+	mc.SuspicionMult = cfg.Gossip.SuspicionMult
+	mc.GossipInterval = cfg.Gossip.GossipInterval
+	mc.PushPullInterval = cfg.Gossip.PushPullInterval
+	mc.TCPTimeout = 2 * time.Second
+	// A peer restarted on another address may take its name back once it has been dead this long.
+	mc.DeadNodeReclaimTime = 2 * time.Second
+	mc.Delegate = g
+	mc.Events = g
+	mc.Logger = slog.NewLogLogger(logger.With("component", "gossip").Handler(), slog.LevelDebug)
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
+	}
+	g.ml = ml
+	return g, nil
+}
+
+// Addr returns the gossip address actually bound (host:port).
+func (g *gossip) Addr() string {
+	n := g.ml.LocalNode()
+	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+}
+
+func (g *gossip) setBootstrapped() {
+	g.mu.Lock()
+	changed := !g.meta.Bootstrapped
+	g.meta.Bootstrapped = true
+	g.mu.Unlock()
+	if changed {
+		if err := g.ml.UpdateNode(2 * time.Second); err != nil {
+			g.log.Warn("gossip metadata update failed", "err", err)
+		}
+	}
+}
+
+// NodeMeta implements memberlist.Delegate.
+func (g *gossip) NodeMeta(limit int) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, _ := json.Marshal(g.meta)
+	if len(b) > limit {
+		g.log.Error("gossip metadata exceeds memberlist's limit", "size", len(b), "limit", limit)
+		return nil
+	}
+	return b
+}
+
+func (g *gossip) NotifyMsg([]byte)                           {}
+func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *gossip) LocalState(join bool) []byte                { return nil }
+func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
+
+// NotifyJoin, NotifyLeave and NotifyUpdate implement memberlist.EventDelegate.
+func (g *gossip) NotifyJoin(n *memberlist.Node)   { g.record(n, false) }
+func (g *gossip) NotifyLeave(n *memberlist.Node)  { g.record(n, true) }
+func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.record(n, false) }
+
+// record updates the member table. memberlist does not keep Node.State
+// current, so the status comes from which event fired: a join or update
+// means alive; a leave means left if the member announced it, else dead.
+func (g *gossip) record(n *memberlist.Node, gone bool) {
+	var meta memberMeta
+	if len(n.Meta) > 0 {
+		if err := json.Unmarshal(n.Meta, &meta); err != nil {
+			g.log.Warn("ignoring gossip member with unreadable metadata", "member", n.Name, "err", err)
+			return
+		}
+	}
+	st := MemberAlive
+	if gone {
+		st = MemberDead
+		if meta.Leaving {
+			st = MemberLeft
+		}
+	}
+	g.mu.Lock()
+	m, ok := g.members[n.Name]
+	if !ok {
+		m = &memberState{Name: n.Name}
+		g.members[n.Name] = m
+	}
+	if m.Status != st {
+		g.log.Info("gossip member status", "member", n.Name, "status", st, "was", m.Status)
+		m.Changed = time.Now()
+	}
+	m.Status = st
+	m.Addr = n.Address()
+	if len(n.Meta) > 0 {
+		m.Meta = meta
+	}
+	g.mu.Unlock()
+	select {
+	case g.events <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot returns the member table sorted by name.
+func (g *gossip) snapshot() []memberState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]memberState, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (g *gossip) member(name string) (memberState, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, ok := g.members[name]
+	if !ok {
+		return memberState{}, false
+	}
+	return *m, true
+}
+
+// join contacts the given gossip addresses; it returns how many answered.
+func (g *gossip) join(addrs []string) (int, error) {
+	return g.ml.Join(addrs)
+}
+
+func (g *gossip) leave(timeout time.Duration) error {
+	g.mu.Lock()
+	g.meta.Leaving = true
+	g.mu.Unlock()
+	if err := g.ml.UpdateNode(timeout); err != nil {
+		g.log.Warn("announcing departure over gossip failed", "err", err)
+	}
+	return g.ml.Leave(timeout)
+}
+
+func (g *gossip) shutdown() error {
+	return g.ml.Shutdown()
+}

@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	applyLatency   prometheus.Histogram
+	proposeLatency prometheus.Histogram
+	forwardedWrite *prometheus.CounterVec
+	forwardedRead  *prometheus.CounterVec
+	restores       prometheus.Counter
+	leaderChanges  prometheus.Counter
+	reconcileErrs  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
+	m := &metrics{
+		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "corral_fsm_apply_duration_seconds",
+			Help:    "Time to apply one committed raft entry to the FSM.",
+			Buckets: prometheus.ExponentialBuckets(0.000005, 4, 10),
+		}),
+		proposeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "corral_propose_duration_seconds",
+			Help:    "Time from a write's proposal on this peer to its commit and local apply (forwarding included).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		forwardedWrite: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_forwarded_writes_total",
+			Help: "Writes this follower forwarded to the leader, by outcome.",
+		}, []string{"outcome"}),
+		forwardedRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_forwarded_reads_total",
+			Help: "Read-index requests this follower sent to the leader, by consistency and outcome.",
+		}, []string{"consistency", "outcome"}),
+		restores: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_fsm_snapshot_restores_total",
+			Help: "Snapshots restored into the FSM (at start or sent by the leader).",
+		}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_leadership_changes_total",
+			Help: "Times this peer gained or lost leadership.",
+		}),
+		reconcileErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_leader_reconcile_errors_total",
+			Help: "Failed leader reconcile steps (gossip into raft and the host list).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.applyLatency, m.proposeLatency, m.forwardedWrite,
+		m.forwardedRead, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// stateCollector reads raft and gossip state at scrape time.
+type stateCollector struct{ n *Node }
+
+var (
+	descRaftState   = prometheus.NewDesc("corral_raft_state", "1 for this peer's current raft state.", []string{"state"}, nil)
+	descRaftTerm    = prometheus.NewDesc("corral_raft_term", "Current raft term.", nil, nil)
+	descCommitIndex = prometheus.NewDesc("corral_raft_commit_index", "Raft commit index known to this peer.", nil, nil)
+	descApplied     = prometheus.NewDesc("corral_raft_applied_index", "Last index applied to this peer's FSM.", nil, nil)
+	descLastSnap    = prometheus.NewDesc("corral_raft_last_snapshot_index", "Index of the last raft snapshot.", nil, nil)
+	descMembers     = prometheus.NewDesc("corral_gossip_members", "Gossip members by status, as seen by this peer.", []string{"status"}, nil)
+	descVoters      = prometheus.NewDesc("corral_raft_voters", "Voters in the raft configuration.", nil, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftTerm, descCommitIndex, descApplied, descLastSnap, descMembers, descVoters} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.n.raft
+	if r == nil {
+		return
+	}
+	cur := r.State()
+	for _, s := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
+		v := 0.0
+		if s == cur {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descRaftState, prometheus.GaugeValue, v, stateName(s))
+	}
+	st := c.n.RaftStatus()
+	ch <- prometheus.MustNewConstMetric(descRaftTerm, prometheus.GaugeValue, float64(st.Term))
+	ch <- prometheus.MustNewConstMetric(descCommitIndex, prometheus.GaugeValue, float64(st.CommitIndex))
+	ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedIndex))
+	ch <- prometheus.MustNewConstMetric(descLastSnap, prometheus.GaugeValue, float64(st.LastSnapshotIndex))
+	ch <- prometheus.MustNewConstMetric(descVoters, prometheus.GaugeValue, float64(len(st.Voters)))
+	counts := map[string]int{MemberAlive: 0, MemberDead: 0, MemberLeft: 0}
+	if c.n.gossip != nil {
+		for _, m := range c.n.gossip.snapshot() {
+			counts[m.Status]++
+		}
+	}
+	for s, v := range counts {
+		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(v), s)
+	}
+}
+
+func stateName(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Candidate:
+		return "candidate"
+	case raft.Shutdown:
+		return "shutdown"
+	default:
+		return "follower"
+	}
+}

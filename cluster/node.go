@@ -1,0 +1,209 @@
+// Package cluster runs one corral peer: raft (raft-boltdb/v2 log, file
+// snapshots, TCP transport), memberlist gossip, bootstrap and join, the
+// leader loop that reconciles gossip into raft and the FSM's host list,
+// proposals with leader forwarding, and read consistency levels.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Node is one running peer.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *fsm.Store
+	raft    *raft.Raft
+	parts   *raftParts
+	gossip  *gossip
+	metrics *metrics
+	fwd     Forwarder
+
+	// readyTerm is the term in which this peer, as leader, committed a
+	// barrier: from then on its commit index covers every earlier write.
+	readyTerm atomic.Uint64
+	leaving   atomic.Bool
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New validates cfg, opens the raft stores, starts raft and gossip and the
+// background loops (join, bootstrap, leadership). It does not block on an
+// election.
+func New(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid cluster configuration: %w", err)
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("peer", cfg.Name), store: cfg.Store}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	m, err := newMetrics(cfg.Registry, n)
+	if err != nil {
+		return nil, fmt.Errorf("register cluster metrics: %w", err)
+	}
+	n.metrics = m
+	n.fwd = cfg.Forwarder
+	if n.fwd == nil {
+		n.fwd = NewHTTPForwarder(cfg.PeerToken)
+	}
+
+	hl := newHCLogger(n.log, "raft")
+	parts, err := openRaftParts(&n.cfg, hl)
+	if err != nil {
+		return nil, err
+	}
+	n.parts = parts
+	hasState, err := raft.HasExistingState(parts.logs, parts.stable, parts.snaps)
+	if err != nil {
+		_ = parts.closer()
+		return nil, fmt.Errorf("read raft state in %s: %w", cfg.DataDir, err)
+	}
+	notify := make(chan bool, 16)
+	rc := raftConfig(&n.cfg, hl)
+	rc.NotifyCh = notify
+	r, err := raft.NewRaft(rc, newRaftFSM(n.store, m), parts.logs, parts.stable, parts.snaps, parts.trans)
+	if err != nil {
+		_ = parts.closer()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+
+	meta := memberMeta{
+		Version:      1,
+		RaftAddr:     string(parts.trans.LocalAddr()),
+		APIAddr:      cfg.APIAddr,
+		Kind:         cfg.Kind,
+		Expect:       cfg.BootstrapExpect,
+		Bootstrapped: hasState,
+	}
+	g, err := newGossip(&n.cfg, meta, n.log)
+	if err != nil {
+		_ = r.Shutdown().Error()
+		_ = parts.closer()
+		return nil, err
+	}
+	n.gossip = g
+	n.log.Info("peer started", "raft", meta.RaftAddr, "gossip", g.Addr(), "api", cfg.APIAddr,
+		"kind", cfg.Kind, "existing_state", hasState, "bootstrap_expect", cfg.BootstrapExpect)
+
+	n.goLoop(func() { n.leadershipLoop(notify) })
+	if len(cfg.Join) > 0 {
+		n.goLoop(n.joinLoop)
+	}
+	if !hasState && cfg.BootstrapExpect > 0 {
+		n.goLoop(n.bootstrapLoop)
+	}
+	return n, nil
+}
+
+func (n *Node) goLoop(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// Store returns the replicated state machine of this peer.
+func (n *Node) Store() *fsm.Store { return n.store }
+
+// Name returns this peer's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// GossipAddr returns the bound gossip address (host:port).
+func (n *Node) GossipAddr() string { return n.gossip.Addr() }
+
+// RaftAddr returns the raft transport address.
+func (n *Node) RaftAddr() string { return string(n.parts.trans.LocalAddr()) }
+
+// IsLeader reports whether this peer is the raft leader now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Snapshot asks raft to take a snapshot now (operators and tests).
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// Leave removes this peer from the cluster cleanly: it hands leadership
+// over if it has it, announces its departure over gossip (the leader then
+// removes it from the raft configuration and marks its host "left"), and
+// waits a bounded time for that removal before shutting down.
+func (n *Node) Leave(ctx context.Context) error {
+	if !n.leaving.CompareAndSwap(false, true) {
+		return nil
+	}
+	n.log.Info("leaving the cluster")
+	voters, _ := n.suffrage()
+	if n.IsLeader() && len(voters) > 1 {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer before leave failed", "err", err)
+		}
+	}
+	if err := n.gossip.leave(5 * time.Second); err != nil {
+		n.log.Warn("gossip leave failed", "err", err)
+	}
+	if len(voters) > 1 || !n.inConfig() {
+		deadline := time.NewTimer(5 * time.Second)
+		defer deadline.Stop()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+	wait:
+		for n.inConfig() {
+			select {
+			case <-ctx.Done():
+				break wait
+			case <-deadline.C:
+				n.log.Warn("leader did not confirm our removal from raft in time; shutting down anyway")
+				break wait
+			case <-tick.C:
+			}
+		}
+	}
+	return n.Shutdown()
+}
+
+func (n *Node) inConfig() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == raft.ServerID(n.cfg.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Shutdown stops the loops, raft and gossip, and closes the stores.
+func (n *Node) Shutdown() error {
+	n.stopOnce.Do(func() {
+		n.cancel()
+		var errs []error
+		if err := n.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("stop raft: %w", err))
+		}
+		if err := n.gossip.shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("stop gossip: %w", err))
+		}
+		n.wg.Wait()
+		if err := n.parts.closer(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft stores: %w", err))
+		}
+		n.stopErr = errors.Join(errs...)
+		n.log.Info("peer stopped")
+	})
+	return n.stopErr
+}

@@ -1,0 +1,283 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Consistency is a read consistency level.
+type Consistency string
+
+// Read consistency levels (see docs/consistency in the README):
+//   - stale: this peer's replica as it is; fastest, may lag.
+//   - default: as of the leader's commit index when the read starts; the
+//     leader does not re-verify its leadership, so a deposed leader may
+//     serve a briefly stale read during a partition.
+//   - linearizable: a read index: the leader's commit index, confirmed by a
+//     heartbeat round (VerifyLeader) in the same term, then applied here.
+const (
+	Stale        Consistency = "stale"
+	Default      Consistency = "default"
+	Linearizable Consistency = "linearizable"
+)
+
+// ParseConsistency parses a ?consistency= value; empty means default.
+func ParseConsistency(s string) (Consistency, error) {
+	switch Consistency(s) {
+	case "":
+		return Default, nil
+	case Stale, Default, Linearizable:
+		return Consistency(s), nil
+	}
+	return "", fmt.Errorf("%w (got %q)", ErrBadConsistency, s)
+}
+
+// Propose commits cmd through raft and waits until this peer has applied
+// it, so the caller reads its own write. On a follower the write is
+// forwarded to the leader. Business errors come back wrapped with the fsm
+// sentinels (fsm.ErrConflict, ...). The returned index is the entry's.
+func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	start := time.Now()
+	defer func() { n.metrics.proposeLatency.Observe(time.Since(start).Seconds()) }()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*n.cfg.Raft.ApplyTimeout)
+		defer cancel()
+	}
+	backoff := 10 * time.Millisecond
+	for {
+		idx, err := n.proposeOnce(ctx, cmd)
+		if err == nil {
+			if werr := n.waitApplied(ctx, idx); werr != nil {
+				return idx, fmt.Errorf("write committed at index %d but not yet applied on %s: %w", idx, n.cfg.Name, werr)
+			}
+			return idx, nil
+		}
+		if !retryable(err) {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w (gave up after %s)", err, time.Since(start).Round(time.Millisecond))
+		case <-n.ctx.Done():
+			return 0, ErrShutdown
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// retryable errors are those where the write was certainly not applied.
+func retryable(err error) bool {
+	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNotDelivered)
+}
+
+func (n *Node) proposeOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	if n.IsLeader() {
+		return n.applyLocal(ctx, cmd)
+	}
+	api, err := n.leaderAPI()
+	if err != nil {
+		return 0, err
+	}
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)
+	}
+	idx, err := n.fwd.Apply(ctx, api, data)
+	switch {
+	case err == nil:
+		n.metrics.forwardedWrite.WithLabelValues("ok").Inc()
+	case isBusiness(err):
+		n.metrics.forwardedWrite.WithLabelValues("rejected").Inc()
+	default:
+		n.metrics.forwardedWrite.WithLabelValues("error").Inc()
+	}
+	return idx, err
+}
+
+// ApplyForwarded applies a command a follower forwarded (leader only).
+func (n *Node) ApplyForwarded(ctx context.Context, data []byte) (uint64, error) {
+	if !n.IsLeader() {
+		return 0, ErrNotLeader
+	}
+	cmd, err := fsm.Decode(data)
+	if err != nil {
+		return 0, fmt.Errorf("%w: forwarded command: %v", fsm.ErrInvalid, err)
+	}
+	return n.applyLocal(ctx, cmd)
+}
+
+// applyLocal stamps cmd with the leader's clock and applies it via raft.
+func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	cmd.Header().At = time.Now().UTC()
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)
+	}
+	timeout := n.cfg.Raft.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d < timeout {
+			timeout = d
+		}
+	}
+	if timeout <= 0 {
+		return 0, context.DeadlineExceeded
+	}
+	f := n.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader):
+			return 0, ErrNotLeader
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			return 0, fmt.Errorf("%w: raft queue full", ErrNotReady)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return 0, ErrShutdown
+		case errors.Is(err, raft.ErrLeadershipLost):
+			return 0, fmt.Errorf("leadership was lost while committing; the write may or may not have been applied: read before retrying: %w", err)
+		}
+		return 0, fmt.Errorf("raft apply: %w", err)
+	}
+	res, ok := f.Response().(fsm.Result)
+	if !ok {
+		return f.Index(), nil
+	}
+	return f.Index(), res.Err
+}
+
+// leaderAPI returns the API address of the current leader.
+func (n *Node) leaderAPI() (string, error) {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return "", ErrNoLeader
+	}
+	if m, ok := n.gossip.member(string(id)); ok && m.Meta.APIAddr != "" {
+		return m.Meta.APIAddr, nil
+	}
+	if h, err := n.store.Host(string(id)); err == nil && h.APIAddr != "" {
+		return h.APIAddr, nil
+	}
+	return "", fmt.Errorf("%w: leader %s has no known API address yet", ErrNoLeader, id)
+}
+
+// LeaderName returns the leader's name, or "" when none is known.
+func (n *Node) LeaderName() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}
+
+// ReadBarrier makes this peer's replica fit for a read at the given level.
+func (n *Node) ReadBarrier(ctx context.Context, c Consistency) error {
+	switch c {
+	case Stale:
+		return nil
+	case Default, "":
+		if n.IsLeader() {
+			return nil
+		}
+	case Linearizable:
+	default:
+		return fmt.Errorf("%w (got %q)", ErrBadConsistency, c)
+	}
+	verify := c == Linearizable
+	var idx uint64
+	var err error
+	if n.IsLeader() {
+		idx, err = n.ReadIndex(ctx, true)
+	} else {
+		var api string
+		if api, err = n.leaderAPI(); err == nil {
+			idx, err = n.fwd.ReadIndex(ctx, api, verify)
+			outcome := "ok"
+			if err != nil {
+				outcome = "error"
+			}
+			n.metrics.forwardedRead.WithLabelValues(string(c), outcome).Inc()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s read: %w", c, err)
+	}
+	return n.waitApplied(ctx, idx)
+}
+
+// ReadIndex returns an index that covers every write acknowledged before
+// the call (leader only). With verify, leadership is confirmed by a quorum
+// in the same term before the index is returned.
+func (n *Node) ReadIndex(ctx context.Context, verify bool) (uint64, error) {
+	if !n.IsLeader() {
+		return 0, ErrNotLeader
+	}
+	term := n.raft.CurrentTerm()
+	if n.readyTerm.Load() != term {
+		return 0, fmt.Errorf("%w: leader of term %d has not committed its first entry yet", ErrNoLeader, term)
+	}
+	idx := n.raft.CommitIndex()
+	if !verify {
+		return idx, nil
+	}
+	f := n.raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		}
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if n.raft.CurrentTerm() != term {
+		return 0, ErrNotLeader
+	}
+	return idx, nil
+}
+
+// waitApplied blocks until every FSM-relevant entry up to idx is applied here.
+func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	for {
+		if n.appliedThrough(idx) {
+			return nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+		err := n.store.WaitApplied(wctx, idx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("index %d not applied in time (applied %d): %w", idx, n.store.AppliedIndex(), ctx.Err())
+		}
+	}
+}
+
+// appliedThrough reports whether the FSM has applied every entry up to idx
+// that reaches it. Raft never hands no-op and barrier entries to the FSM,
+// so those are looked up in the log and skipped.
+func (n *Node) appliedThrough(idx uint64) bool {
+	applied := n.store.AppliedIndex()
+	if applied >= idx {
+		return true
+	}
+	if n.raft.AppliedIndex() < idx {
+		return false
+	}
+	var l raft.Log
+	for i := applied + 1; i <= idx; i++ {
+		if err := n.parts.logs.GetLog(i, &l); err != nil {
+			continue // compacted into a snapshot, hence applied
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,193 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// raftFSM adapts the pure fsm.Store to raft.FSM.
+type raftFSM struct {
+	store   *fsm.Store
+	metrics *metrics
+	noop    []byte
+}
+
+func newRaftFSM(store *fsm.Store, m *metrics) *raftFSM {
+	noop, err := fsm.Encode(&fsm.Noop{})
+	if err != nil {
+		panic(err) // a Noop always encodes
+	}
+	return &raftFSM{store: store, metrics: m, noop: noop}
+}
+
+// Apply implements raft.FSM.
+func (f *raftFSM) Apply(l *raft.Log) any {
+	start := time.Now()
+	res := f.store.Apply(l.Index, l.Data)
+	f.metrics.applyLatency.Observe(time.Since(start).Seconds())
+	return res
+}
+
+// StoreConfiguration implements raft.ConfigurationStore so that the FSM's
+// applied index also advances over membership entries.
+func (f *raftFSM) StoreConfiguration(index uint64, _ raft.Configuration) {
+	f.store.Apply(index, f.noop)
+}
+
+// Snapshot implements raft.FSM.
+func (f *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{sn: f.store.Snapshot()}, nil
+}
+
+// Restore implements raft.FSM.
+func (f *raftFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	if err := f.store.Restore(rc); err != nil {
+		return fmt.Errorf("restore FSM from snapshot: %w", err)
+	}
+	f.metrics.restores.Inc()
+	return nil
+}
+
+type fsmSnapshot struct{ sn *fsm.Snapshot }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.sn.WriteTo(sink); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// raftParts are the stores and transport behind one raft instance.
+type raftParts struct {
+	logs   raft.LogStore
+	stable raft.StableStore
+	snaps  raft.SnapshotStore
+	trans  raft.Transport
+	closer func() error
+}
+
+func openRaftParts(cfg *Config, hl hclog.Logger) (*raftParts, error) {
+	p := &raftParts{closer: func() error { return nil }}
+	if cfg.InmemStore {
+		st := raft.NewInmemStore()
+		p.logs, p.stable = st, st
+		p.snaps = raft.NewInmemSnapshotStore()
+	} else {
+		dir := filepath.Join(cfg.DataDir, "raft")
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("create raft dir %s: %w", dir, err)
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+		if err != nil {
+			return nil, fmt.Errorf("open raft log %s: %w (is another corral agent using this data dir?)", dir, err)
+		}
+		p.logs, p.stable = bolt, bolt
+		p.closer = bolt.Close
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hl)
+		if err != nil {
+			_ = bolt.Close()
+			return nil, fmt.Errorf("open snapshot store %s: %w", dir, err)
+		}
+		p.snaps = snaps
+	}
+	if cfg.Transport != nil {
+		p.trans = cfg.Transport
+		return p, nil
+	}
+	addr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.RaftPort))
+	adv, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		_ = p.closer()
+		return nil, fmt.Errorf("resolve raft address %s: %w", addr, err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(addr, adv, 3, 5*time.Second, hl)
+	if err != nil {
+		_ = p.closer()
+		return nil, fmt.Errorf("listen for raft on %s: %w (is the port in use?)", addr, err)
+	}
+	p.trans = trans
+	closeStore := p.closer
+	p.closer = func() error {
+		_ = trans.Close()
+		return closeStore()
+	}
+	return p, nil
+}
+
+func raftConfig(cfg *Config, hl hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.Name)
+	rc.HeartbeatTimeout = cfg.Raft.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.Raft.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.Raft.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.Raft.CommitTimeout
+	rc.SnapshotInterval = cfg.Raft.SnapshotInterval
+	rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
+	rc.TrailingLogs = cfg.Raft.TrailingLogs
+	rc.Logger = hl
+	return rc
+}
+
+// slogWriter turns hclog's JSON lines into slog records, so raft logs
+// in the same structured stream as the rest of corral.
+type slogWriter struct{ log *slog.Logger }
+
+func newHCLogger(logger *slog.Logger, name string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      hclog.Info,
+		JSONFormat: true,
+		Output:     &slogWriter{log: logger},
+	})
+}
+
+func (w *slogWriter) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimSpace(p), []byte("\n")) {
+		var rec map[string]any
+		if err := json.Unmarshal(line, &rec); err != nil {
+			w.log.Info(string(line))
+			continue
+		}
+		lvl := slog.LevelInfo
+		switch rec["@level"] {
+		case "trace", "debug":
+			lvl = slog.LevelDebug
+		case "warn":
+			lvl = slog.LevelWarn
+		case "error":
+			lvl = slog.LevelError
+		}
+		msg, _ := rec["@message"].(string)
+		attrs := make([]any, 0, 2*len(rec))
+		if mod, ok := rec["@module"]; ok {
+			attrs = append(attrs, "component", mod)
+		}
+		for k, v := range rec {
+			if len(k) > 0 && k[0] == '@' {
+				continue
+			}
+			attrs = append(attrs, k, v)
+		}
+		w.log.Log(context.Background(), lvl, msg, attrs...)
+	}
+	return len(p), nil
+}

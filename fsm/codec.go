@@ -1,0 +1,54 @@
+package fsm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Encode returns the log entry for c: one byte of c.Type() followed by the
+// JSON body of c. c must be a pointer to one of this package's commands.
+func Encode(c Command) ([]byte, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: cannot encode a nil command", ErrInvalid)
+	}
+	t := c.Type()
+	if _, ok := registry[t]; !ok {
+		return nil, fmt.Errorf("%w: %d (%T): register the command before encoding it", ErrUnknownCommand, uint8(t), c)
+	}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	out := make([]byte, 0, 1+len(body))
+	out = append(out, byte(t))
+	return append(out, body...), nil
+}
+
+// Decode parses a log entry produced by Encode. An unknown type yields an
+// error wrapping ErrUnknownCommand; a malformed entry yields an error wrapping
+// ErrInvalid.
+func Decode(data []byte) (Command, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty log entry carries no command type", ErrInvalid)
+	}
+	t := CommandType(data[0])
+	spec, ok := registry[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d (ignorable: %t)", ErrUnknownCommand, uint8(t), t.Ignorable())
+	}
+	c := spec.new()
+	if err := json.Unmarshal(data[1:], c); err != nil {
+		return nil, fmt.Errorf("%w: decode %s body: %w", ErrInvalid, spec.name, err)
+	}
+	return c, nil
+}
+
+// IsIgnorable reports whether the entry's command type carries
+// IgnoreUnknownFlag, so that a peer that does not know it may skip it.
+func IsIgnorable(data []byte) bool {
+	return len(data) > 0 && CommandType(data[0]).Ignorable()
+}
+
+// isUnknown reports whether err came from Decode meeting an unknown type.
+func isUnknown(err error) bool { return errors.Is(err, ErrUnknownCommand) }

@@ -1,0 +1,119 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Sentinel errors. Errors returned by this package wrap one of them; test with
+// errors.Is.
+var (
+	ErrNotFound       = errors.New("not found")
+	ErrConflict       = errors.New("conflict")
+	ErrInvalid        = errors.New("invalid")
+	ErrUnknownCommand = errors.New("unknown command type")
+)
+
+// CommandType is the first byte of every encoded command. See the package
+// documentation for the numbering rules.
+type CommandType uint8
+
+// IgnoreUnknownFlag, set on a command type, lets peers that do not know the
+// type skip it instead of stopping.
+const IgnoreUnknownFlag CommandType = 0x80
+
+// Command types. Append-only: never renumber, never reuse a number.
+const (
+	CmdRegisterHost          CommandType = 1
+	CmdSetHostStatus         CommandType = 2
+	CmdCreateFlavor          CommandType = 3
+	CmdDeleteFlavor          CommandType = 4
+	CmdSetFlavorExtraSpecs   CommandType = 5
+	CmdDeleteFlavorExtraSpec CommandType = 6
+	CmdNoop                  CommandType = 7 // does nothing; used by tests and barriers
+	// 8..31 reserved: servers, reservations, Ironic node mirror, resource providers.
+)
+
+// String returns the command's name, or CommandType(N) for an unknown type.
+func (t CommandType) String() string {
+	if spec, ok := registry[t]; ok {
+		return spec.name
+	}
+	return fmt.Sprintf("CommandType(%d)", uint8(t))
+}
+
+// Ignorable reports whether t carries IgnoreUnknownFlag.
+func (t CommandType) Ignorable() bool { return t&IgnoreUnknownFlag != 0 }
+
+// Meta is embedded in every command. The leader fills At (UTC) before
+// proposing; Apply uses it as the time of every change the command makes.
+type Meta struct {
+	At        time.Time `json:"at"`
+	RequestID string    `json:"request_id,omitempty"`
+}
+
+// Header returns m, which gives every command embedding Meta access to it.
+func (m *Meta) Header() *Meta { return m }
+
+// Command is implemented by pointers to the command structs of this package
+// (for example *CreateFlavor).
+type Command interface {
+	Type() CommandType
+	Header() *Meta
+}
+
+// Noop changes nothing. It is used as a barrier and by tests.
+type Noop struct {
+	Meta
+}
+
+// Type implements Command.
+func (*Noop) Type() CommandType { return CmdNoop }
+
+func init() {
+	register[Noop](CmdNoop, "Noop", func(*state, *Noop) (any, error) { return nil, nil })
+}
+
+// commandSpec is how the store decodes and applies one command type.
+type commandSpec struct {
+	name  string
+	new   func() Command
+	apply func(st *state, c Command) (any, error)
+}
+
+// registry maps every known command type to its spec. It is filled by init
+// functions and read-only afterwards.
+var registry = map[CommandType]commandSpec{}
+
+// register adds command type t, whose body is T, to the registry. apply must
+// either change st completely and return the result value, or return an error
+// wrapping ErrNotFound, ErrConflict or ErrInvalid and leave st untouched.
+// Registration mistakes are programming errors and stop the program at start.
+func register[T any, P interface {
+	*T
+	Command
+}](t CommandType, name string, apply func(st *state, c P) (any, error)) {
+	if _, dup := registry[t]; dup {
+		panic(fmt.Sprintf("fsm: command type %d registered twice", uint8(t)))
+	}
+	if got := P(new(T)).Type(); got != t {
+		panic(fmt.Sprintf("fsm: command %s reports type %d, registered as %d", name, uint8(got), uint8(t)))
+	}
+	registry[t] = commandSpec{
+		name:  name,
+		new:   func() Command { return P(new(T)) },
+		apply: func(st *state, c Command) (any, error) { return apply(st, c.(P)) },
+	}
+}
+
+// CommandTypes returns every command type this peer knows, in ascending order.
+func CommandTypes() []CommandType {
+	types := make([]CommandType, 0, len(registry))
+	for t := range registry {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return types
+}

@@ -1,0 +1,51 @@
+// Package fsm is corral's replicated state machine: the command types that
+// travel through the Raft log, their binary encoding, the in-memory state
+// they build (hosts, flavors, and later servers, reservations, the Ironic
+// node mirror and resource providers), and the snapshot format that lets a
+// peer catch up without replaying the whole log.
+//
+// # Commands
+//
+// A log entry is one command: one byte of CommandType followed by the JSON
+// body of the command. Command numbers are part of the on-disk format and of
+// the wire protocol between peers of different versions, so they follow
+// three rules:
+//
+//   - Numbers are append-only. A new command takes the next free number;
+//     existing numbers never change meaning.
+//   - A number is never reused, not even after the command it named has been
+//     retired. Leave the constant in place and mark it deprecated.
+//   - IgnoreUnknownFlag (0x80) may be set on a new command's number when it is
+//     safe for an older peer to skip it (for example, purely informational
+//     state). A peer that does not know a flagged command skips it and only
+//     advances its applied index. A peer that meets an unknown command without
+//     the flag panics with a message telling the operator to upgrade it:
+//     applying only part of the log would make replicas diverge silently,
+//     which is worse than stopping.
+//
+// Adding a command takes one call to register in an init function of the
+// file that owns the entity, next to the command's type and apply function.
+//
+// # Determinism
+//
+// Every peer applies the same log and must reach byte-identical state, which
+// Store.Digest checks. Apply therefore:
+//
+//   - never reads the clock: the leader stamps Meta.At (UTC) and any
+//     generated identifiers into the command before proposing it;
+//   - uses no randomness and performs no I/O;
+//   - never lets map iteration order influence state, results or error
+//     messages: keys are sorted wherever a map is walked;
+//   - either applies a command completely or, when it returns a business error
+//     (ErrNotFound, ErrConflict, ErrInvalid), leaves state untouched. The
+//     applied index advances for every entry either way.
+//
+// # Snapshots
+//
+// A snapshot is a header ("CORRALSN", uint16 big-endian format version,
+// uvarint applied index) followed by typed records (one byte RecordType,
+// uvarint length, JSON body) and a terminating zero byte. Records are written
+// in RecordType order and, within a type, in key order, so equal states give
+// byte-identical snapshots. Record types follow the same append-only and
+// IgnoreUnknownFlag rules as commands.
+package fsm

@@ -1,0 +1,118 @@
+package fsm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func at(sec int) Meta { return Meta{At: t0.Add(time.Duration(sec) * time.Second)} }
+
+func mustEncode(tb testing.TB, c Command) []byte {
+	tb.Helper()
+	data, err := Encode(c)
+	if err != nil {
+		tb.Fatalf("Encode(%T): %v", c, err)
+	}
+	return data
+}
+
+// applier applies commands to a store at consecutive indexes.
+type applier struct {
+	tb    testing.TB
+	s     *Store
+	index uint64
+}
+
+func newApplier(tb testing.TB) *applier { return &applier{tb: tb, s: New()} }
+
+func (a *applier) apply(c Command) Result {
+	a.tb.Helper()
+	a.index++
+	return a.s.Apply(a.index, mustEncode(a.tb, c))
+}
+
+func (a *applier) ok(c Command) any {
+	a.tb.Helper()
+	r := a.apply(c)
+	if r.Err != nil {
+		a.tb.Fatalf("apply %s: %v", c.Type(), r.Err)
+	}
+	return r.Value
+}
+
+func testFlavor(id, name string) Flavor {
+	return Flavor{ID: id, Name: name, VCPUs: 2, RAM: 4096, Disk: 40, IsPublic: true}
+}
+
+// sampleCommands returns one populated command of every known type.
+func sampleCommands() []Command {
+	m := Meta{At: t0, RequestID: "req-1"}
+	return []Command{
+		&RegisterHost{Meta: m, Name: "node-1", RaftAddr: "10.0.0.1:7000", APIAddr: "10.0.0.1:8774", GossipAddr: "10.0.0.1:7946", Kind: KindHypervisor},
+		&SetHostStatus{Meta: m, Name: "node-1", Status: HostDown},
+		&CreateFlavor{Meta: m, Flavor: Flavor{
+			ID: "f1", Name: "baremetal.gold", VCPUs: 32, RAM: 131072, Disk: 480, Ephemeral: 10, Swap: 512,
+			RxTxFactor: 1.5, IsPublic: true, Description: "gold nodes",
+			ExtraSpecs: map[string]string{"resources:CUSTOM_GOLD": "1", "capabilities:boot_mode": "uefi"},
+		}},
+		&DeleteFlavor{Meta: m, ID: "f1"},
+		&SetFlavorExtraSpecs{Meta: m, ID: "f1", Specs: map[string]string{"trait:HW_GPU": "required"}},
+		&DeleteFlavorExtraSpec{Meta: m, ID: "f1", Key: "trait:HW_GPU"},
+		&Noop{Meta: m},
+	}
+}
+
+// genLog returns n encoded entries mixing every command type, valid and
+// invalid, plus ignorable unknown entries, generated from seed.
+func genLog(tb testing.TB, seed uint64, n int) [][]byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	hostName := func() string { return fmt.Sprintf("host-%d", r.IntN(8)) }
+	flavorID := func() string { return fmt.Sprintf("f%d", r.IntN(40)) }
+	specKey := func() string {
+		return pick("hw:cpu_policy", "resources:CUSTOM_GOLD", "trait:HW_GPU", "capabilities:boot_mode", "bad/key", "")
+	}
+	out := make([][]byte, 0, n)
+	for i := range n {
+		m := at(i)
+		m.RequestID = fmt.Sprintf("req-%d", i)
+		var c Command
+		switch r.IntN(10) {
+		case 0:
+			c = &RegisterHost{Meta: m, Name: pick(hostName(), hostName(), "-bad", ""),
+				RaftAddr: fmt.Sprintf("10.0.0.%d:7000", r.IntN(3)), Kind: pick("", KindIronic, KindHypervisor, "vm")}
+		case 1:
+			c = &SetHostStatus{Meta: m, Name: hostName(), Status: HostStatus(pick("up", "down", "left", "gone"))}
+		case 2, 3, 4:
+			f := testFlavor(flavorID(), fmt.Sprintf("flavor-%d", r.IntN(40)))
+			f.VCPUs = r.IntN(9) - 1 // sometimes invalid
+			f.RxTxFactor = float64(r.IntN(3))
+			if r.IntN(3) == 0 {
+				f.ExtraSpecs = map[string]string{specKey(): pick("1", "required", "uefi")}
+			}
+			c = &CreateFlavor{Meta: m, Flavor: f}
+		case 5:
+			c = &DeleteFlavor{Meta: m, ID: flavorID()}
+		case 6, 7:
+			specs := map[string]string{}
+			for range r.IntN(3) + 1 {
+				specs[specKey()] = pick("1", "dedicated", "required")
+			}
+			c = &SetFlavorExtraSpecs{Meta: m, ID: flavorID(), Specs: specs}
+		case 8:
+			c = &DeleteFlavorExtraSpec{Meta: m, ID: flavorID(), Key: specKey()}
+		default:
+			if r.IntN(2) == 0 {
+				out = append(out, []byte{byte(IgnoreUnknownFlag | 0x7e), '{', '}'})
+				continue
+			}
+			c = &Noop{Meta: m}
+		}
+		out = append(out, mustEncode(tb, c))
+	}
+	return out
+}

@@ -1,0 +1,44 @@
+package fsm
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// state is everything the log builds. It has one map per entity; the file of
+// each entity holds its type, commands, apply functions and snapshot records.
+// Add a field here, a line in newState and clone, and a record registration
+// when adding an entity.
+type state struct {
+	hosts       map[string]Host   // by name
+	flavors     map[string]Flavor // by ID
+	flavorNames map[string]string // flavor name -> ID (index, rebuilt on restore)
+}
+
+func newState() *state {
+	return &state{
+		hosts:       map[string]Host{},
+		flavors:     map[string]Flavor{},
+		flavorNames: map[string]string{},
+	}
+}
+
+// clone returns a deep copy of st.
+func (st *state) clone() *state {
+	c := &state{
+		hosts:       maps.Clone(st.hosts), // Host holds no references
+		flavors:     make(map[string]Flavor, len(st.flavors)),
+		flavorNames: maps.Clone(st.flavorNames),
+	}
+	for id, f := range st.flavors {
+		c.flavors[id] = cloneFlavor(f)
+	}
+	return c
+}
+
+// sortedKeys returns the keys of m in ascending order, so that walks over
+// state maps never depend on map iteration order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,215 @@
+package fsm
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Result is the outcome of applying one log entry.
+type Result struct {
+	Value any   // a copy of the entity after the command (Host, Flavor, ...), or nil
+	Err   error // business error wrapping ErrNotFound, ErrConflict or ErrInvalid; state is unchanged when set
+}
+
+// Store holds the replicated state. It is safe for concurrent use: Apply and
+// Restore take the write lock, reads take the read lock.
+type Store struct {
+	mu      sync.RWMutex
+	st      *state
+	applied atomic.Uint64 // written only under mu
+
+	waitMu sync.Mutex
+	waitCh chan struct{} // closed when the applied index changes; nil when nobody waits
+}
+
+// New returns an empty store at applied index 0.
+func New() *Store {
+	return &Store{st: newState()}
+}
+
+// Apply applies the log entry data at index and returns its result.
+//
+// An unknown command type carrying IgnoreUnknownFlag is skipped. An unknown
+// type without the flag, or a known type whose body cannot be decoded, panics:
+// applying part of the log would let replicas diverge. Business errors are
+// returned in Result.Err and change nothing. The applied index becomes index
+// in every case that does not panic.
+func (s *Store) Apply(index uint64, data []byte) Result {
+	cmd, err := Decode(data)
+	if err != nil {
+		switch {
+		case isUnknown(err) && IsIgnorable(data):
+			s.setApplied(index)
+			return Result{}
+		case isUnknown(err):
+			panic(fmt.Sprintf("fsm: unknown command type %d at index %d: this peer is older than the leader; upgrade it", data[0], index))
+		default:
+			panic(fmt.Sprintf("fsm: corrupt log entry at index %d: %v: restore this peer from a snapshot of a healthy peer", index, err))
+		}
+	}
+	spec := registry[cmd.Type()]
+
+	s.mu.Lock()
+	v, err := func() (any, error) {
+		defer s.mu.Unlock()
+		s.applied.Store(index)
+		return spec.apply(s.st, cmd)
+	}()
+	s.notify()
+	if err != nil {
+		return Result{Err: err}
+	}
+	return Result{Value: v}
+}
+
+func (s *Store) setApplied(index uint64) {
+	s.mu.Lock()
+	s.applied.Store(index)
+	s.mu.Unlock()
+	s.notify()
+}
+
+// notify wakes every WaitApplied caller.
+func (s *Store) notify() {
+	s.waitMu.Lock()
+	if s.waitCh != nil {
+		close(s.waitCh)
+		s.waitCh = nil
+	}
+	s.waitMu.Unlock()
+}
+
+// AppliedIndex returns the index of the last applied (or restored) entry.
+func (s *Store) AppliedIndex() uint64 { return s.applied.Load() }
+
+// WaitApplied blocks until AppliedIndex() >= index or ctx is done, in which
+// case it returns an error wrapping ctx.Err().
+func (s *Store) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		s.waitMu.Lock()
+		if s.applied.Load() >= index {
+			s.waitMu.Unlock()
+			return nil
+		}
+		if s.waitCh == nil {
+			s.waitCh = make(chan struct{})
+		}
+		ch := s.waitCh
+		s.waitMu.Unlock()
+
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for index %d (applied %d): %w", index, s.applied.Load(), ctx.Err())
+		}
+	}
+}
+
+// Snapshot returns a deep copy of the current state and applied index.
+func (s *Store) Snapshot() *Snapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return &Snapshot{index: s.applied.Load(), st: s.st.clone()}
+}
+
+// Restore replaces all state, including the applied index, with the snapshot
+// read from r. On error the store is unchanged.
+func (s *Store) Restore(r io.Reader) error {
+	st, index, err := readSnapshot(r)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	s.mu.Lock()
+	s.st = st
+	s.applied.Store(index)
+	s.mu.Unlock()
+	s.notify()
+	return nil
+}
+
+// Digest returns the hex SHA-256 of the canonical encoding of the state's
+// snapshot records. It covers the state only, not the applied index, so a
+// rejected command leaves it unchanged and two peers with equal state have
+// equal digests.
+func (s *Store) Digest() string {
+	h := sha256.New()
+	bw := bufio.NewWriter(h)
+	s.mu.RLock()
+	err := writeRecords(bw, s.st)
+	s.mu.RUnlock()
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		// Hashing cannot fail and every record is JSON-encodable; report the
+		// impossible rather than a misleading digest.
+		return "error: " + err.Error()
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Hosts returns every host, sorted by name.
+func (s *Store) Hosts() []Host {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Host, 0, len(s.st.hosts))
+	for _, h := range s.st.hosts {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Host returns the named host or an error wrapping ErrNotFound.
+func (s *Store) Host(name string) (Host, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.st.hosts[name]
+	if !ok {
+		return Host{}, errHostNotFound(name)
+	}
+	return h, nil
+}
+
+// Flavors returns every flavor, sorted by ID.
+func (s *Store) Flavors() []Flavor {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Flavor, 0, len(s.st.flavors))
+	for _, f := range s.st.flavors {
+		out = append(out, cloneFlavor(f))
+	}
+	slices.SortFunc(out, func(a, b Flavor) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Flavor returns the flavor with the given ID or an error wrapping ErrNotFound.
+func (s *Store) Flavor(id string) (Flavor, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.st.flavors[id]
+	if !ok {
+		return Flavor{}, errFlavorNotFound(id)
+	}
+	return cloneFlavor(f), nil
+}
+
+// FlavorByName returns the flavor with the given name or an error wrapping
+// ErrNotFound.
+func (s *Store) FlavorByName(name string) (Flavor, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok := s.st.flavorNames[name]
+	if !ok {
+		return Flavor{}, fmt.Errorf("%w: no flavor is named %s: list flavors to see the existing names", ErrNotFound, name)
+	}
+	return cloneFlavor(s.st.flavors[id]), nil
+}
