@@ -1,0 +1,124 @@
+// Package client is a small Go client for corral's HTTP API, used by the
+// CLI and by tests that drive real agents.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Client talks to one corral peer.
+type Client struct {
+	Addr  string // base URL, e.g. http://127.0.0.2:7480
+	Token string
+	HTTP  *http.Client
+}
+
+// New returns a client for addr ("host:port" or a URL).
+func New(addr, token string) *Client {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return &Client{Addr: strings.TrimRight(addr, "/"), Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// Error is an error answered by the API.
+type Error struct {
+	Status    int
+	Kind      string
+	Message   string
+	RequestID string
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+	if e.RequestID != "" {
+		msg += " (request " + e.RequestID + ")"
+	}
+	return msg
+}
+
+// IsStatus reports whether err is an API error with the given status.
+func IsStatus(err error, status int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == status
+}
+
+// Do sends a JSON request and decodes a JSON answer into out (if not nil).
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Addr+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.Token != "" {
+		req.Header.Set("X-Auth-Token", c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach corral at %s: %w (set CORRAL_ADDR or --addr)", c.Addr, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read answer of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return decodeError(resp, raw)
+	}
+	if out == nil || len(raw) == 0 {
+		return nil
+	}
+	if s, ok := out.(*string); ok {
+		*s = string(raw)
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// decodeError reads both the native error shape and Nova's.
+func decodeError(resp *http.Response, raw []byte) error {
+	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-OpenStack-Request-Id")}
+	var native struct {
+		Error *struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &native) == nil && native.Error != nil {
+		e.Kind, e.Message = native.Error.Kind, native.Error.Message
+		return e
+	}
+	var nova map[string]struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &nova) == nil {
+		for k, v := range nova {
+			e.Kind, e.Message = k, v.Message
+			return e
+		}
+	}
+	e.Message = strings.TrimSpace(string(raw))
+	return e
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/fsm"
+)
+
+func newAgentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run one corral peer (one compute host)",
+		Long: `Run one corral peer: raft, gossip and the HTTP API. Configuration comes from
+the INI file given with --config, then CORRAL_<SECTION>_<KEY> environment
+variables (CORRAL_<KEY> for [DEFAULT]), then flags. CORRAL_ADMIN_TOKEN adds an
+admin token.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadAgentConfig(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return fmt.Errorf("invalid configuration:\n%w", err)
+			}
+			logger := newLogger(cfg.LogLevel, cfg.LogFormat, os.Stderr)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			a, err := startAgent(cfg, logger)
+			if err != nil {
+				return err
+			}
+			return a.wait(ctx)
+		},
+	}
+	registerAgentFlags(cmd.Flags())
+	return cmd
+}
+
+func newLogger(level, format string, w *os.File) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// agent is one running peer: cluster node plus HTTP server.
+type agent struct {
+	cfg    agentConfig
+	log    *slog.Logger
+	node   *cluster.Node
+	srv    *http.Server
+	served chan error
+	left   chan struct{}
+	once   sync.Once
+}
+
+func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
+	logger = logger.With("peer", cfg.Name)
+	ln, err := net.Listen("tcp", cfg.apiAddr())
+	if err != nil {
+		return nil, fmt.Errorf("listen for the API on %s: %w (is the port in use? set --http-port)", cfg.apiAddr(), err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cc := cfg.clusterConfig()
+	cc.Logger, cc.Registry, cc.Store = logger, reg, fsm.New()
+	node, err := cluster.New(cc)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	a := &agent{cfg: cfg, log: logger, node: node, served: make(chan error, 1), left: make(chan struct{})}
+	tokens := map[string]api.Role{}
+	for _, t := range cfg.ReaderTokens {
+		tokens[t] = api.RoleReader
+	}
+	for _, t := range cfg.AdminTokens {
+		tokens[t] = api.RoleAdmin
+	}
+	tokens[cfg.peerToken()] = api.RoleAdmin
+	srv, err := api.New(api.Config{Tokens: tokens, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit}, node)
+	if err != nil {
+		_ = node.Shutdown()
+		_ = ln.Close()
+		return nil, err
+	}
+	a.srv = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { a.served <- a.srv.Serve(ln) }()
+	logger.Info("API listening", "addr", "http://"+cfg.apiAddr())
+	return a, nil
+}
+
+// leaveAndExit runs for POST /v1/agent/leave.
+func (a *agent) leaveAndExit() {
+	a.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := a.node.Leave(ctx); err != nil {
+			a.log.Error("leave failed", "err", err)
+		}
+		close(a.left)
+	})
+}
+
+// wait runs until a signal, a leave request or a server failure, then stops.
+func (a *agent) wait(ctx context.Context) error {
+	var err error
+	select {
+	case <-ctx.Done():
+		a.log.Info("signal received; stopping", "leave_on_terminate", a.cfg.LeaveOnTerminate)
+		if a.cfg.LeaveOnTerminate {
+			a.leaveAndExit()
+		}
+	case <-a.left:
+	case err = <-a.served:
+		err = fmt.Errorf("API server failed: %w", err)
+	}
+	return errors.Join(err, a.stop())
+}
+
+func (a *agent) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	herr := a.srv.Shutdown(ctx)
+	if errors.Is(herr, http.ErrServerClosed) {
+		herr = nil
+	}
+	return errors.Join(herr, a.node.Shutdown())
+}

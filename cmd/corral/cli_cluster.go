@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/cluster"
+)
+
+func newMembersCmd(o *cliOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:   "members",
+		Short: "List the peers: gossip status and raft role",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var resp api.MembersResponse
+			if err := o.get(cmd.Context(), "/v1/cluster/members", &resp); err != nil {
+				return err
+			}
+			var rows [][]string
+			for _, m := range resp.Members {
+				leader := ""
+				if m.Raft.Leader {
+					leader = "*"
+				}
+				rows = append(rows, []string{m.Name, m.Address, m.Status, m.Kind, m.Raft.Suffrage, leader, m.APIAddr})
+			}
+			return o.render(cmd.OutOrStdout(), resp, []string{"Name", "Gossip", "Status", "Kind", "Raft", "Leader", "API"}, rows)
+		},
+	}
+}
+
+func newRaftCmd(o *cliOpts) *cobra.Command {
+	c := &cobra.Command{Use: "raft", Short: "Raft commands"}
+	c.AddCommand(&cobra.Command{
+		Use:   "status",
+		Short: "Show this peer's view of raft",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var st cluster.RaftStatus
+			if err := o.get(cmd.Context(), "/v1/cluster/raft", &st); err != nil {
+				return err
+			}
+			u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+			return o.renderFields(cmd.OutOrStdout(), st, [][2]string{
+				{"peer", st.Name}, {"state", st.State}, {"leader", st.Leader}, {"term", u(st.Term)},
+				{"commit_index", u(st.CommitIndex)}, {"applied_index", u(st.AppliedIndex)},
+				{"last_snapshot_index", u(st.LastSnapshotIndex)}, {"last_contact", st.LastContact},
+				{"voters", strings.Join(st.Voters, ", ")}, {"nonvoters", strings.Join(st.Nonvoters, ", ")},
+			})
+		},
+	})
+	return c
+}
+
+func newHostCmd(o *cliOpts) *cobra.Command {
+	c := &cobra.Command{Use: "host", Short: "Compute host commands"}
+	c.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List compute hosts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var resp api.HostsResponse
+			if err := o.get(cmd.Context(), "/v1/hosts", &resp); err != nil {
+				return err
+			}
+			var rows [][]string
+			for _, h := range resp.Hosts {
+				rows = append(rows, []string{h.Name, h.Kind, string(h.Status), h.APIAddr,
+					h.JoinedAt.Format("2006-01-02T15:04:05Z"), h.ChangedAt.Format("2006-01-02T15:04:05Z")})
+			}
+			return o.render(cmd.OutOrStdout(), resp, []string{"Name", "Kind", "Status", "API", "Joined", "Changed"}, rows)
+		},
+	}, &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show one compute host",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp api.HostResponse
+			if err := o.get(cmd.Context(), "/v1/hosts/"+args[0], &resp); err != nil {
+				return err
+			}
+			h := resp.Host
+			return o.renderFields(cmd.OutOrStdout(), resp, [][2]string{
+				{"name", h.Name}, {"kind", h.Kind}, {"status", string(h.Status)}, {"api_address", h.APIAddr},
+				{"raft_address", h.RaftAddr}, {"gossip_address", h.GossipAddr},
+				{"joined_at", h.JoinedAt.String()}, {"changed_at", h.ChangedAt.String()},
+			})
+		},
+	})
+	return c
+}
+
+func newLeaveCmd(o *cliOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:   "leave",
+		Short: "Make the peer at --addr leave the cluster cleanly and exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var resp map[string]string
+			if err := o.client().Do(cmd.Context(), "POST", "/v1/agent/leave", nil, &resp); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "peer %s is leaving the cluster\n", resp["peer"])
+			return nil
+		},
+	}
+}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/ini.v1"
+
+	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Default ports of an agent.
+const (
+	defaultHTTPPort   = 7480
+	defaultRaftPort   = 7481
+	defaultGossipPort = 7482
+)
+
+// agentConfig is an agent's whole configuration: file, then environment
+// (CORRAL_<SECTION>_<KEY>, DEFAULT keys as CORRAL_<KEY>), then flags.
+type agentConfig struct {
+	Name             string
+	DataDir          string
+	Kind             string
+	LogLevel         string
+	LogFormat        string
+	Bind             string
+	HTTPPort         int
+	RaftPort         int
+	GossipPort       int
+	Join             []string
+	BootstrapExpect  int
+	MaxVoters        int
+	LeaveOnTerminate bool
+	Raft             cluster.RaftTimings
+	Gossip           cluster.GossipTimings
+	AdminTokens      []string
+	ReaderTokens     []string
+	PeerToken        string
+}
+
+func defaultAgentConfig() agentConfig {
+	host, _ := os.Hostname()
+	return agentConfig{
+		Name: host, DataDir: "/var/lib/corral", Kind: fsm.KindIronic, LogLevel: "info", LogFormat: "text",
+		Bind: "127.0.0.1", HTTPPort: defaultHTTPPort, RaftPort: defaultRaftPort, GossipPort: defaultGossipPort,
+		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
+	}
+}
+
+// option is one configuration key; flag is its command-line name, if any.
+type option struct {
+	section, key, flag, usage string
+	set                       func(c *agentConfig, v string) error
+	list                      bool // a repeatable flag / comma-separated value
+	boolean                   bool
+}
+
+func str(p func(c *agentConfig) *string) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error { *p(c) = strings.TrimSpace(v); return nil }
+}
+
+func integer(p func(c *agentConfig) *int, min, max int) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		if n < min || n > max {
+			return fmt.Errorf("%d is out of range %d-%d", n, min, max)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func uinteger(p func(c *agentConfig) *uint64) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil || n == 0 {
+			return fmt.Errorf("%q is not a positive integer", v)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func duration(p func(c *agentConfig) *time.Duration) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 500ms or 2s", v)
+		}
+		if d <= 0 {
+			return fmt.Errorf("%q must be positive", v)
+		}
+		*p(c) = d
+		return nil
+	}
+}
+
+func boolean(p func(c *agentConfig) *bool) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		*p(c) = b
+		return nil
+	}
+}
+
+func list(p func(c *agentConfig) *[]string) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				*p(c) = append(*p(c), s)
+			}
+		}
+		return nil
+	}
+}
+
+// options is the configuration reference; README.md documents the same table.
+var options = []option{
+	{section: "DEFAULT", key: "name", flag: "name", usage: "unique name of this compute host (peer)", set: str(func(c *agentConfig) *string { return &c.Name })},
+	{section: "DEFAULT", key: "data_dir", flag: "data-dir", usage: "directory for the raft log and snapshots", set: str(func(c *agentConfig) *string { return &c.DataDir })},
+	{section: "DEFAULT", key: "host_kind", flag: "kind", usage: "host kind: ironic or hypervisor", set: str(func(c *agentConfig) *string { return &c.Kind })},
+	{section: "DEFAULT", key: "log_level", flag: "log-level", usage: "debug, info, warn or error", set: str(func(c *agentConfig) *string { return &c.LogLevel })},
+	{section: "DEFAULT", key: "log_format", flag: "log-format", usage: "text or json", set: str(func(c *agentConfig) *string { return &c.LogFormat })},
+	{section: "DEFAULT", key: "bind", flag: "bind", usage: "IP address for the API, raft and gossip", set: str(func(c *agentConfig) *string { return &c.Bind })},
+	{section: "DEFAULT", key: "leave_on_terminate", flag: "leave-on-terminate", boolean: true, usage: "leave raft and gossip cleanly on SIGTERM/SIGINT", set: boolean(func(c *agentConfig) *bool { return &c.LeaveOnTerminate })},
+	{section: "api", key: "port", flag: "http-port", usage: "HTTP API port", set: integer(func(c *agentConfig) *int { return &c.HTTPPort }, 1, 65535)},
+	{section: "raft", key: "port", flag: "raft-port", usage: "raft TCP port", set: integer(func(c *agentConfig) *int { return &c.RaftPort }, 1, 65535)},
+	{section: "raft", key: "bootstrap_expect", flag: "bootstrap-expect", usage: "bootstrap raft once this many peers have met in gossip", set: integer(func(c *agentConfig) *int { return &c.BootstrapExpect }, 0, 99)},
+	{section: "raft", key: "max_voters", flag: "max-voters", usage: "peers beyond this many join raft as non-voters", set: integer(func(c *agentConfig) *int { return &c.MaxVoters }, 1, 99)},
+	{section: "raft", key: "heartbeat_timeout", usage: "follower heartbeat timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.HeartbeatTimeout })},
+	{section: "raft", key: "election_timeout", usage: "candidate election timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.ElectionTimeout })},
+	{section: "raft", key: "leader_lease_timeout", usage: "leader lease timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.LeaderLeaseTimeout })},
+	{section: "raft", key: "commit_timeout", usage: "max delay before a heartbeat carries the commit index", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.CommitTimeout })},
+	{section: "raft", key: "snapshot_interval", usage: "how often to check whether to snapshot", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.SnapshotInterval })},
+	{section: "raft", key: "snapshot_threshold", usage: "log entries between snapshots", set: uinteger(func(c *agentConfig) *uint64 { return &c.Raft.SnapshotThreshold })},
+	{section: "raft", key: "trailing_logs", usage: "log entries kept after a snapshot", set: uinteger(func(c *agentConfig) *uint64 { return &c.Raft.TrailingLogs })},
+	{section: "raft", key: "apply_timeout", usage: "how long a write may wait for commit", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.ApplyTimeout })},
+	{section: "gossip", key: "port", flag: "gossip-port", usage: "gossip (memberlist) TCP and UDP port", set: integer(func(c *agentConfig) *int { return &c.GossipPort }, 1, 65535)},
+	{section: "gossip", key: "join", flag: "join", list: true, usage: "gossip address IP:PORT of a peer to join (repeatable)", set: list(func(c *agentConfig) *[]string { return &c.Join })},
+	{section: "gossip", key: "probe_interval", usage: "failure detector probe interval", set: duration(func(c *agentConfig) *time.Duration { return &c.Gossip.ProbeInterval })},
+	{section: "gossip", key: "probe_timeout", usage: "failure detector probe timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Gossip.ProbeTimeout })},
+	{section: "gossip", key: "suspicion_mult", usage: "suspicion timeout multiplier", set: integer(func(c *agentConfig) *int { return &c.Gossip.SuspicionMult }, 1, 100)},
+	{section: "gossip", key: "gossip_interval", usage: "gossip fan-out interval", set: duration(func(c *agentConfig) *time.Duration { return &c.Gossip.GossipInterval })},
+	{section: "gossip", key: "push_pull_interval", usage: "full state sync interval", set: duration(func(c *agentConfig) *time.Duration { return &c.Gossip.PushPullInterval })},
+	{section: "auth", key: "admin_tokens", list: true, usage: "comma-separated tokens with the admin role", set: list(func(c *agentConfig) *[]string { return &c.AdminTokens })},
+	{section: "auth", key: "reader_tokens", list: true, usage: "comma-separated tokens with the reader role", set: list(func(c *agentConfig) *[]string { return &c.ReaderTokens })},
+	{section: "auth", key: "peer_token", usage: "token peers use to forward to the leader (default: the first admin token)", set: str(func(c *agentConfig) *string { return &c.PeerToken })},
+}
+
+func envName(o option) string {
+	if o.section == "DEFAULT" {
+		return "CORRAL_" + strings.ToUpper(o.key)
+	}
+	return "CORRAL_" + strings.ToUpper(o.section+"_"+o.key)
+}
+
+// registerAgentFlags adds the flagged options to fs.
+func registerAgentFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "INI configuration file (sections [DEFAULT], [api], [raft], [gossip], [auth])")
+	for _, o := range options {
+		switch {
+		case o.flag == "":
+		case o.list:
+			fs.StringArray(o.flag, nil, o.usage)
+		case o.boolean:
+			fs.Bool(o.flag, false, o.usage)
+		default:
+			fs.String(o.flag, "", o.usage)
+		}
+	}
+}
+
+// loadAgentConfig builds the configuration from file, env and flags and
+// validates it, reporting every problem at once.
+func loadAgentConfig(fs *pflag.FlagSet, getenv func(string) string) (agentConfig, error) {
+	c := defaultAgentConfig()
+	var errs []error
+	byKey := map[string]option{}
+	for _, o := range options {
+		byKey[o.section+"."+o.key] = o
+	}
+	path, _ := fs.GetString("config")
+	if path != "" {
+		f, err := ini.LoadSources(ini.LoadOptions{Insensitive: false}, path)
+		if err != nil {
+			return c, fmt.Errorf("read config file %s: %w", path, err)
+		}
+		for _, sec := range f.Sections() {
+			for _, k := range sec.Keys() {
+				o, ok := byKey[sec.Name()+"."+k.Name()]
+				if !ok {
+					errs = append(errs, fmt.Errorf("%s: unknown option [%s] %s%s", path, sec.Name(), k.Name(), suggest(sec.Name(), k.Name())))
+					continue
+				}
+				if err := o.set(&c, k.Value()); err != nil {
+					errs = append(errs, fmt.Errorf("%s: [%s] %s: %w", path, o.section, o.key, err))
+				}
+			}
+		}
+	}
+	for _, o := range options {
+		if v := getenv(envName(o)); v != "" {
+			if o.list {
+				*listField(&c, o) = nil
+			}
+			if err := o.set(&c, v); err != nil {
+				errs = append(errs, fmt.Errorf("environment %s: %w", envName(o), err))
+			}
+		}
+	}
+	if tok := getenv("CORRAL_ADMIN_TOKEN"); tok != "" {
+		c.AdminTokens = append(c.AdminTokens, tok)
+	}
+	for _, o := range options {
+		if o.flag == "" || !fs.Changed(o.flag) {
+			continue
+		}
+		var vals []string
+		switch {
+		case o.list:
+			vals, _ = fs.GetStringArray(o.flag)
+			*listField(&c, o) = nil
+		case o.boolean:
+			b, _ := fs.GetBool(o.flag)
+			vals = []string{strconv.FormatBool(b)}
+		default:
+			v, _ := fs.GetString(o.flag)
+			vals = []string{v}
+		}
+		for _, v := range vals {
+			if err := o.set(&c, v); err != nil {
+				errs = append(errs, fmt.Errorf("flag --%s: %w", o.flag, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
+func listField(c *agentConfig, o option) *[]string {
+	switch o.key {
+	case "join":
+		return &c.Join
+	case "admin_tokens":
+		return &c.AdminTokens
+	default:
+		return &c.ReaderTokens
+	}
+}
+
+// suggest names the closest known key in the same section, for typos.
+func suggest(section, key string) string {
+	best, bestD := "", 4
+	for _, o := range options {
+		if o.section != section {
+			continue
+		}
+		if d := editDistance(o.key, key); d < bestD {
+			best, bestD = o.key, d
+		}
+	}
+	if best == "" {
+		var secs []string
+		seen := map[string]bool{}
+		for _, o := range options {
+			if !seen[o.section] {
+				seen[o.section] = true
+				secs = append(secs, o.section)
+			}
+		}
+		sort.Strings(secs)
+		return fmt.Sprintf(" (known sections: %s)", strings.Join(secs, ", "))
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func (c *agentConfig) validate() error {
+	var errs []error
+	if net.ParseIP(c.Bind) == nil {
+		errs = append(errs, fmt.Errorf("bind address %q is not an IP address (set --bind or [DEFAULT] bind)", c.Bind))
+	}
+	if c.HTTPPort == c.RaftPort || c.HTTPPort == c.GossipPort || c.RaftPort == c.GossipPort {
+		errs = append(errs, fmt.Errorf("the HTTP (%d), raft (%d) and gossip (%d) ports must differ", c.HTTPPort, c.RaftPort, c.GossipPort))
+	}
+	for _, j := range c.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			errs = append(errs, fmt.Errorf("join address %q is not IP:PORT of a peer's gossip port", j))
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log level %q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log format %q is not text or json", c.LogFormat))
+	}
+	if len(c.AdminTokens) == 0 {
+		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment"))
+	}
+	for _, t := range append(append([]string{}, c.AdminTokens...), c.ReaderTokens...) {
+		if len(t) < 8 {
+			errs = append(errs, fmt.Errorf("token %q is too short: use at least 8 characters", t[:min(len(t), 3)]+"…"))
+		}
+	}
+	cc := c.clusterConfig()
+	if err := cc.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *agentConfig) peerToken() string {
+	if c.PeerToken != "" {
+		return c.PeerToken
+	}
+	if len(c.AdminTokens) > 0 {
+		return c.AdminTokens[0]
+	}
+	return ""
+}
+
+func (c *agentConfig) apiAddr() string {
+	return net.JoinHostPort(c.Bind, strconv.Itoa(c.HTTPPort))
+}
+
+// clusterConfig maps the agent configuration onto the cluster's.
+func (c *agentConfig) clusterConfig() cluster.Config {
+	return cluster.Config{
+		Name: c.Name, DataDir: c.DataDir, BindAddr: c.Bind, RaftPort: c.RaftPort, GossipPort: c.GossipPort,
+		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
+		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
+	}
+}
