@@ -72,7 +72,6 @@ type agent struct {
 }
 
 func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
-	logger = logger.With("peer", cfg.Name)
 	ln, err := net.Listen("tcp", cfg.apiAddr())
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w (is the port in use? set --http-port)", cfg.apiAddr(), err)
@@ -81,6 +80,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cc := cfg.clusterConfig()
 	cc.Logger, cc.Registry, cc.Store = logger, reg, fsm.New()
+	logger = logger.With("peer", cfg.Name)
 	node, err := cluster.New(cc)
 	if err != nil {
 		_ = ln.Close()

@@ -248,10 +248,8 @@ func loadAgentConfig(fs *pflag.FlagSet, getenv func(string) string) (agentConfig
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return c, err
-	}
-	return c, c.validate()
+	// Validate even after parse errors, so every problem is reported at once.
+	return c, errors.Join(append(errs, c.validate())...)
 }
 
 func listField(c *agentConfig, o option) *[]string {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
 	"github.com/corral-dev/corral/client"
@@ -88,10 +89,10 @@ func (o *cliOpts) render(w io.Writer, v any, header []string, rows [][]string) e
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	case "table", "":
-		t := tablewriter.NewWriter(w)
+		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 		hdr := make([]any, len(header))
 		for i, h := range header {
-			hdr[i] = h
+			hdr[i] = strings.ToUpper(h)
 		}
 		t.Header(hdr...)
 		for _, r := range rows {

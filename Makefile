@@ -1,0 +1,42 @@
+# corral — common tasks. `make run` starts a local 3-peer cluster; `make test`
+# runs every test tier with the race detector (CI runs it through .ci/run).
+GO      ?= go
+BIN     ?= bin/corral
+PKGS    ?= ./...
+TIMEOUT ?= 25m
+
+.PHONY: all build run test test-short vet bench ironic-up ironic-down clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/corral
+
+run: build
+	./$(BIN) dev
+
+vet:
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+# Every tier: pure, in-process clusters, real processes (and the real Ironic
+# when IRONIC_URL is set; see scripts/ironic-up.sh).
+test: vet
+	$(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS)
+
+# Fast tier only: skips the tests that start processes.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# Benchmarks (goals live here, never in timed tests).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+ironic-up:
+	@scripts/ironic-up.sh
+
+ironic-down:
+	@scripts/ironic-down.sh
+
+clean:
+	rm -rf bin
