@@ -50,6 +50,7 @@ type ForwardError struct {
 const (
 	KindNotFound  = "not_found"
 	KindConflict  = "conflict"
+	KindFenced    = "fenced"
 	KindInvalid   = "invalid"
 	KindNotLeader = "not_leader"
 	KindNoLeader  = "no_leader"
@@ -61,6 +62,8 @@ func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		return KindNotFound
+	case errors.Is(err, fsm.ErrFenced):
+		return KindFenced
 	case errors.Is(err, fsm.ErrConflict):
 		return KindConflict
 	case errors.Is(err, fsm.ErrInvalid):
@@ -81,6 +84,8 @@ func fromWire(fe *ForwardError) error {
 		base = fsm.ErrNotFound
 	case KindConflict:
 		base = fsm.ErrConflict
+	case KindFenced:
+		base = fsm.ErrFenced
 	case KindInvalid:
 		base = fsm.ErrInvalid
 	case KindNotLeader:

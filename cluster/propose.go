@@ -116,9 +116,11 @@ func (n *Node) ApplyForwarded(ctx context.Context, data []byte) (uint64, error) 
 	return n.applyLocal(ctx, cmd)
 }
 
-// applyLocal stamps cmd with the leader's clock and applies it via raft.
+// applyLocal stamps cmd with the leader's clock, lets the state record the
+// leader's decisions in it (fsm.Store.Prepare), and applies it via raft.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
 	cmd.Header().At = time.Now().UTC()
+	n.store.Prepare(cmd)
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)

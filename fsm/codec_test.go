@@ -79,7 +79,8 @@ func TestIsIgnorableAndString(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 	want := []CommandType{CmdRegisterHost, CmdSetHostStatus, CmdCreateFlavor, CmdDeleteFlavor,
-		CmdSetFlavorExtraSpecs, CmdDeleteFlavorExtraSpec, CmdNoop}
+		CmdSetFlavorExtraSpecs, CmdDeleteFlavorExtraSpec, CmdNoop, CmdCreateServer, CmdSetServerTask,
+		CmdReserveNode, CmdReleaseNode, CmdDeleteServer, CmdSyncNodes}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

@@ -33,7 +33,13 @@ const (
 	CmdSetFlavorExtraSpecs   CommandType = 5
 	CmdDeleteFlavorExtraSpec CommandType = 6
 	CmdNoop                  CommandType = 7 // does nothing; used by tests and barriers
-	// 8..31 reserved: servers, reservations, Ironic node mirror, resource providers.
+	CmdCreateServer          CommandType = 8
+	CmdSetServerTask         CommandType = 9
+	CmdReserveNode           CommandType = 10
+	CmdReleaseNode           CommandType = 11
+	CmdDeleteServer          CommandType = 12
+	CmdSyncNodes             CommandType = 13
+	// 14..31 reserved: ownership plans, resource providers, migrations.
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.
@@ -74,6 +80,13 @@ func (*Noop) Type() CommandType { return CmdNoop }
 
 func init() {
 	register[Noop](CmdNoop, "Noop", func(*state, *Noop) (any, error) { return nil, nil })
+}
+
+// leaderPrepared is implemented by commands in which the leader records a
+// decision taken from the current state (such as a placement) before
+// proposing, so that Apply only validates it.
+type leaderPrepared interface {
+	prepare(st *state)
 }
 
 // commandSpec is how the store decodes and applies one command type.

@@ -63,6 +63,17 @@ func sampleCommands() []Command {
 		&SetFlavorExtraSpecs{Meta: m, ID: "f1", Specs: map[string]string{"trait:HW_GPU": "required"}},
 		&DeleteFlavorExtraSpec{Meta: m, ID: "f1", Key: "trait:HW_GPU"},
 		&Noop{Meta: m},
+		&CreateServer{Meta: m, ID: "s1", Name: "web-1", FlavorID: "f1", ImageRef: "img-1",
+			Networks: []Network{{UUID: "net-1"}}, Metadata: map[string]string{"role": "db"}, Host: "node-1"},
+		&SetServerTask{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Status: StatusError, TaskState: TaskSpawning,
+			Fault: &Fault{Code: 500, Message: "no node", Created: t0}},
+		&ReserveNode{Meta: m, ServerID: "s1", Host: "node-1", Epoch: 1, NodeUUID: "n1", AllocationUUID: "s1"},
+		&ReleaseNode{Meta: m, ServerID: "s1", Host: "node-1", Epoch: 1, NodeUUID: "n1"},
+		&DeleteServer{Meta: m, ID: "s1"},
+		&SyncNodes{Meta: m, Upserts: []Node{{UUID: "n1", Name: "gold-1", ResourceClass: "baremetal-gold",
+			ProvisionState: "available", PowerState: "power off", Properties: map[string]string{"cpus": "32"},
+			Capabilities: map[string]string{"boot_mode": "uefi"}, Traits: []string{"CUSTOM_GPU"}, LastSeen: t0}},
+			Missing: []string{"n9"}},
 	}
 }
 
@@ -81,7 +92,7 @@ func genLog(tb testing.TB, seed uint64, n int) [][]byte {
 		m := at(i)
 		m.RequestID = fmt.Sprintf("req-%d", i)
 		var c Command
-		switch r.IntN(10) {
+		switch r.IntN(13) {
 		case 0:
 			c = &RegisterHost{Meta: m, Name: pick(hostName(), hostName(), "-bad", ""),
 				RaftAddr: fmt.Sprintf("10.0.0.%d:7000", r.IntN(3)), Kind: pick("", KindIronic, KindHypervisor, "vm")}
@@ -105,6 +116,8 @@ func genLog(tb testing.TB, seed uint64, n int) [][]byte {
 			c = &SetFlavorExtraSpecs{Meta: m, ID: flavorID(), Specs: specs}
 		case 8:
 			c = &DeleteFlavorExtraSpec{Meta: m, ID: flavorID(), Key: specKey()}
+		case 9, 10, 11, 12:
+			c = genServerCommand(r, m, hostName, flavorID)
 		default:
 			if r.IntN(2) == 0 {
 				out = append(out, []byte{byte(IgnoreUnknownFlag | 0x7e), '{', '}'})
@@ -115,4 +128,28 @@ func genLog(tb testing.TB, seed uint64, n int) [][]byte {
 		out = append(out, mustEncode(tb, c))
 	}
 	return out
+}
+
+// genServerCommand returns a random server, reservation or node command,
+// valid or not.
+func genServerCommand(r *rand.Rand, m Meta, hostName, flavorID func() string) Command {
+	srv := fmt.Sprintf("s%d", r.IntN(30))
+	node := fmt.Sprintf("n%d", r.IntN(12))
+	epoch := uint64(r.IntN(3))
+	switch r.IntN(6) {
+	case 0:
+		return &CreateServer{Meta: m, ID: srv, Name: "vm-" + srv, FlavorID: flavorID(), ImageRef: "img", Host: hostName()}
+	case 1:
+		return &ReserveNode{Meta: m, ServerID: srv, Host: hostName(), Epoch: epoch, NodeUUID: node}
+	case 2:
+		return &ReleaseNode{Meta: m, ServerID: srv, Host: hostName(), Epoch: epoch, NodeUUID: node}
+	case 3:
+		st := []ServerStatus{"", StatusActive, StatusError, StatusDeleted}[r.IntN(4)]
+		return &SetServerTask{Meta: m, ID: srv, Host: hostName(), Epoch: epoch, Status: st}
+	case 4:
+		return &DeleteServer{Meta: m, ID: srv}
+	default:
+		return &SyncNodes{Meta: m, Upserts: []Node{{UUID: node, ProvisionState: "available", PowerState: "power off"}},
+			Missing: []string{fmt.Sprintf("n%d", r.IntN(12))}}
+	}
 }

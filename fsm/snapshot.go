@@ -30,7 +30,9 @@ const (
 	RecordEnd    RecordType = 0 // terminates the stream
 	RecordHost   RecordType = 1
 	RecordFlavor RecordType = 2
-	// 3..31 reserved: servers, reservations, Ironic node mirror, resource providers.
+	RecordServer RecordType = 3 // reservations are rebuilt from servers
+	RecordNode   RecordType = 4
+	// 5..31 reserved: resource providers, migrations.
 )
 
 // Ignorable reports whether t carries IgnoreUnknownFlag.

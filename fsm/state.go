@@ -11,25 +11,40 @@ import (
 // Add a field here, a line in newState and clone, and a record registration
 // when adding an entity.
 type state struct {
-	hosts       map[string]Host   // by name
-	flavors     map[string]Flavor // by ID
-	flavorNames map[string]string // flavor name -> ID (index, rebuilt on restore)
+	hosts        map[string]Host   // by name
+	flavors      map[string]Flavor // by ID
+	flavorNames  map[string]string // flavor name -> ID (index, rebuilt on restore)
+	servers      map[string]Server // by ID
+	reservations map[string]string // node UUID -> server ID (index, rebuilt on restore)
+	nodes        map[string]Node   // Ironic node mirror, by UUID
 }
 
 func newState() *state {
 	return &state{
-		hosts:       map[string]Host{},
-		flavors:     map[string]Flavor{},
-		flavorNames: map[string]string{},
+		hosts:        map[string]Host{},
+		flavors:      map[string]Flavor{},
+		flavorNames:  map[string]string{},
+		servers:      map[string]Server{},
+		reservations: map[string]string{},
+		nodes:        map[string]Node{},
 	}
 }
 
 // clone returns a deep copy of st.
 func (st *state) clone() *state {
 	c := &state{
-		hosts:       maps.Clone(st.hosts), // Host holds no references
-		flavors:     make(map[string]Flavor, len(st.flavors)),
-		flavorNames: maps.Clone(st.flavorNames),
+		hosts:        maps.Clone(st.hosts), // Host holds no references
+		flavors:      make(map[string]Flavor, len(st.flavors)),
+		flavorNames:  maps.Clone(st.flavorNames),
+		servers:      make(map[string]Server, len(st.servers)),
+		reservations: maps.Clone(st.reservations),
+		nodes:        make(map[string]Node, len(st.nodes)),
+	}
+	for id, s := range st.servers {
+		c.servers[id] = cloneServer(s)
+	}
+	for id, n := range st.nodes {
+		c.nodes[id] = cloneNode(n)
 	}
 	for id, f := range st.flavors {
 		c.flavors[id] = cloneFlavor(f)

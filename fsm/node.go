@@ -1,0 +1,115 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Node is the mirror of one Ironic node, kept by the leader's node sync.
+type Node struct {
+	UUID           string            `json:"uuid"`
+	Name           string            `json:"name,omitempty"`
+	ResourceClass  string            `json:"resource_class,omitempty"` // raw, as Ironic stores it
+	ProvisionState string            `json:"provision_state"`
+	PowerState     string            `json:"power_state,omitempty"`
+	Maintenance    bool              `json:"maintenance"`
+	Properties     map[string]string `json:"properties,omitempty"`
+	Capabilities   map[string]string `json:"capabilities,omitempty"`
+	Traits         []string          `json:"traits,omitempty"`
+	InstanceUUID   string            `json:"instance_uuid,omitempty"`
+	AllocationUUID string            `json:"allocation_uuid,omitempty"`
+	// Missing is set when the node was absent from Ironic's latest listing.
+	// Nodes are never dropped on one listing (a transient failure must not
+	// erase state); they are marked.
+	Missing  bool      `json:"missing,omitempty"`
+	LastSeen time.Time `json:"last_seen"`
+}
+
+func cloneNode(n Node) Node {
+	n.Properties = maps.Clone(n.Properties)
+	n.Capabilities = maps.Clone(n.Capabilities)
+	n.Traits = slices.Clone(n.Traits)
+	return n
+}
+
+// SameObservation reports whether two mirror entries describe the same
+// Ironic state (LastSeen and Missing aside).
+func (n Node) SameObservation(o Node) bool {
+	return n.UUID == o.UUID && n.Name == o.Name && n.ResourceClass == o.ResourceClass &&
+		n.ProvisionState == o.ProvisionState && n.PowerState == o.PowerState &&
+		n.Maintenance == o.Maintenance && maps.Equal(n.Properties, o.Properties) &&
+		maps.Equal(n.Capabilities, o.Capabilities) && slices.Equal(n.Traits, o.Traits) &&
+		n.InstanceUUID == o.InstanceUUID && n.AllocationUUID == o.AllocationUUID
+}
+
+// Available reports whether the node can take a new instance.
+func (n Node) Available() bool {
+	return !n.Missing && !n.Maintenance && n.ProvisionState == "available" &&
+		n.PowerState != "" && n.InstanceUUID == "" && n.AllocationUUID == ""
+}
+
+// SyncNodes carries the changes of one Ironic listing: nodes new or
+// changed, and nodes that were absent.
+type SyncNodes struct {
+	Meta
+	Upserts []Node   `json:"upserts,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Type implements Command.
+func (*SyncNodes) Type() CommandType { return CmdSyncNodes }
+
+func init() {
+	register[SyncNodes](CmdSyncNodes, "SyncNodes", applySyncNodes)
+	registerRecord(RecordNode, recordSpec{name: "node", write: writeNodeRecords, load: loadNodeRecord})
+}
+
+func applySyncNodes(st *state, c *SyncNodes) (any, error) {
+	for _, n := range c.Upserts {
+		if n.UUID == "" {
+			return nil, fmt.Errorf("%w: node without uuid in sync", ErrInvalid)
+		}
+	}
+	at := c.At.UTC()
+	for _, n := range c.Upserts {
+		n = cloneNode(n)
+		slices.Sort(n.Traits)
+		n.Missing = false
+		n.LastSeen = at
+		st.nodes[n.UUID] = n
+	}
+	for _, id := range c.Missing {
+		if n, ok := st.nodes[id]; ok && !n.Missing {
+			n.Missing = true
+			st.nodes[id] = n
+		}
+	}
+	return len(c.Upserts) + len(c.Missing), nil
+}
+
+func writeNodeRecords(st *state, emit func(v any) error) error {
+	for _, id := range sortedKeys(st.nodes) {
+		if err := emit(st.nodes[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadNodeRecord(st *state, body []byte) error {
+	var n Node
+	if err := json.Unmarshal(body, &n); err != nil {
+		return err
+	}
+	if n.UUID == "" {
+		return fmt.Errorf("node record has no uuid")
+	}
+	if _, dup := st.nodes[n.UUID]; dup {
+		return fmt.Errorf("node %s appears twice", n.UUID)
+	}
+	st.nodes[n.UUID] = n
+	return nil
+}

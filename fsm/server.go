@@ -1,0 +1,303 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/corral-dev/corral/fsm/plan"
+)
+
+// ErrFenced is returned when a command carries an owner epoch (or owner)
+// that is no longer the server's: the sender lost the server and must stop
+// touching it. It is a kind of ErrConflict.
+var ErrFenced = fmt.Errorf("%w: stale owner epoch", ErrConflict)
+
+// ServerStatus is Nova's server status.
+type ServerStatus string
+
+// Server statuses.
+const (
+	StatusBuild   ServerStatus = "BUILD"
+	StatusActive  ServerStatus = "ACTIVE"
+	StatusDeleted ServerStatus = "DELETED"
+	StatusError   ServerStatus = "ERROR"
+)
+
+// Task states (Nova's OS-EXT-STS:task_state).
+const (
+	TaskScheduling = "scheduling"
+	TaskReserving  = "block_device_mapping" // Nova's name for the step before spawning
+	TaskSpawning   = "spawning"
+	TaskDeleting   = "deleting"
+)
+
+// Network is one requested network of a server.
+type Network struct {
+	UUID    string `json:"uuid,omitempty"`
+	Port    string `json:"port,omitempty"`
+	FixedIP string `json:"fixed_ip,omitempty"`
+}
+
+// Fault is Nova's server fault.
+type Fault struct {
+	Code    int       `json:"code"`
+	Message string    `json:"message"`
+	Created time.Time `json:"created"`
+}
+
+// Server is a Nova server. Its flavor is embedded, as Nova stores it in
+// instance_extra, so later flavor changes do not alter it.
+type Server struct {
+	ID             string            `json:"id"`
+	Name           string            `json:"name"`
+	Status         ServerStatus      `json:"status"`
+	TaskState      string            `json:"task_state,omitempty"`
+	Flavor         Flavor            `json:"flavor"`
+	ImageRef       string            `json:"image_ref"`
+	Networks       []Network         `json:"networks,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	Host           string            `json:"host,omitempty"`  // owner compute host
+	Epoch          uint64            `json:"epoch,omitempty"` // owner epoch: grows with every change of owner
+	EpochIndex     uint64            `json:"epoch_index,omitempty"`
+	NodeUUID       string            `json:"node_uuid,omitempty"`
+	AllocationUUID string            `json:"allocation_uuid,omitempty"`
+	Fault          *Fault            `json:"fault,omitempty"`
+	RequestID      string            `json:"request_id,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+}
+
+func cloneServer(s Server) Server {
+	s.Flavor = cloneFlavor(s.Flavor)
+	s.Networks = slices.Clone(s.Networks)
+	s.Metadata = maps.Clone(s.Metadata)
+	if s.Fault != nil {
+		f := *s.Fault
+		s.Fault = &f
+	}
+	return s
+}
+
+// Live reports whether the server still counts (not deleted).
+func (s Server) Live() bool { return s.Status != StatusDeleted }
+
+// CreateServer records a new server. The leader fills Host (the owner)
+// with plan.ChooseHost before proposing; an empty Host after that means no
+// host could take it and the server is recorded in ERROR.
+type CreateServer struct {
+	Meta
+	ID       string            `json:"id"`
+	Name     string            `json:"name"`
+	FlavorID string            `json:"flavor_id"`
+	ImageRef string            `json:"image_ref"`
+	Networks []Network         `json:"networks,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Host     string            `json:"host,omitempty"`
+}
+
+// Type implements Command.
+func (*CreateServer) Type() CommandType { return CmdCreateServer }
+
+// SetServerTask is the owner's progress report, fenced by its epoch.
+// Empty Status keeps the status; TaskState is always set; Fault, when not
+// nil, becomes the server's fault.
+type SetServerTask struct {
+	Meta
+	ID        string       `json:"id"`
+	Host      string       `json:"host"`
+	Epoch     uint64       `json:"epoch"`
+	Status    ServerStatus `json:"status,omitempty"`
+	TaskState string       `json:"task_state,omitempty"`
+	Fault     *Fault       `json:"fault,omitempty"`
+}
+
+// Type implements Command.
+func (*SetServerTask) Type() CommandType { return CmdSetServerTask }
+
+// DeleteServer is a user's delete request; the owner carries it out.
+type DeleteServer struct {
+	Meta
+	ID string `json:"id"`
+}
+
+// Type implements Command.
+func (*DeleteServer) Type() CommandType { return CmdDeleteServer }
+
+func init() {
+	register[CreateServer](CmdCreateServer, "CreateServer", applyCreateServer)
+	register[SetServerTask](CmdSetServerTask, "SetServerTask", applySetServerTask)
+	register[DeleteServer](CmdDeleteServer, "DeleteServer", applyDeleteServer)
+	registerRecord(RecordServer, recordSpec{name: "server", write: writeServerRecords, load: loadServerRecord})
+}
+
+// hostLoad counts the live servers of every host.
+func hostLoad(st *state) map[string]int {
+	n := map[string]int{}
+	for _, s := range st.servers {
+		if s.Live() && s.Host != "" {
+			n[s.Host]++
+		}
+	}
+	return n
+}
+
+// placementCandidates are the up hosts of the kind, with their load.
+func placementCandidates(st *state, kind string) []plan.Candidate {
+	load := hostLoad(st)
+	var out []plan.Candidate
+	for _, name := range sortedKeys(st.hosts) {
+		h := st.hosts[name]
+		if h.Status == HostUp && h.Kind == kind {
+			out = append(out, plan.Candidate{Name: name, Servers: load[name]})
+		}
+	}
+	return out
+}
+
+// prepare chooses the owner (leader only, before proposing).
+func (c *CreateServer) prepare(st *state) {
+	if c.Host == "" {
+		c.Host = plan.ChooseHost(placementCandidates(st, KindIronic), c.ID)
+	}
+}
+
+const maxServerNameLen = 255
+
+func applyCreateServer(st *state, c *CreateServer) (any, error) {
+	if c.ID == "" || len(c.ID) > MaxFlavorIDLen {
+		return nil, fmt.Errorf("%w: server id must be 1 to %d characters", ErrInvalid, MaxFlavorIDLen)
+	}
+	if c.Name == "" || len(c.Name) > maxServerNameLen {
+		return nil, fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	}
+	if c.ImageRef == "" {
+		return nil, fmt.Errorf("%w: imageRef is required: bare-metal servers boot from an image", ErrInvalid)
+	}
+	if _, dup := st.servers[c.ID]; dup {
+		return nil, fmt.Errorf("%w: server %s already exists", ErrConflict, c.ID)
+	}
+	f, ok := st.flavors[c.FlavorID]
+	if !ok {
+		return nil, fmt.Errorf("%w: flavor %s does not exist: list flavors for valid flavorRef values", ErrInvalid, c.FlavorID)
+	}
+	at := c.At.UTC()
+	s := Server{ID: c.ID, Name: c.Name, Flavor: cloneFlavor(f), ImageRef: c.ImageRef,
+		Networks: slices.Clone(c.Networks), Metadata: maps.Clone(c.Metadata), RequestID: c.RequestID,
+		CreatedAt: at, UpdatedAt: at}
+	if c.Host == "" {
+		s.Status = StatusError
+		s.Fault = &Fault{Code: 500, Created: at,
+			Message: "No valid host was found. No compute host of kind ironic is up: check `corral host list`."}
+	} else {
+		h, ok := st.hosts[c.Host]
+		if !ok || h.Status != HostUp || h.Kind != KindIronic {
+			return nil, fmt.Errorf("%w: host %s chosen for server %s is no longer up; retry the request", ErrConflict, c.Host, c.ID)
+		}
+		s.Status, s.TaskState, s.Host, s.Epoch = StatusBuild, TaskScheduling, c.Host, 1
+	}
+	st.servers[s.ID] = s
+	return cloneServer(s), nil
+}
+
+// fence checks that host at epoch still owns the server.
+func fence(s Server, host string, epoch uint64) error {
+	if s.Host != host || s.Epoch != epoch {
+		return fmt.Errorf("%w: server %s is owned by %s at epoch %d, not by %s at epoch %d: stop acting on it",
+			ErrFenced, s.ID, s.Host, s.Epoch, host, epoch)
+	}
+	return nil
+}
+
+func errServerNotFound(id string) error {
+	return fmt.Errorf("%w: server %s does not exist", ErrNotFound, id)
+}
+
+func applySetServerTask(st *state, c *SetServerTask) (any, error) {
+	s, ok := st.servers[c.ID]
+	if !ok {
+		return nil, errServerNotFound(c.ID)
+	}
+	if err := fence(s, c.Host, c.Epoch); err != nil {
+		return nil, err
+	}
+	if s.Status == StatusDeleted {
+		return nil, fmt.Errorf("%w: server %s is deleted", ErrConflict, c.ID)
+	}
+	switch c.Status {
+	case "", StatusBuild, StatusError:
+	case StatusActive:
+		if s.NodeUUID == "" {
+			return nil, fmt.Errorf("%w: server %s cannot become ACTIVE without a reserved node", ErrConflict, c.ID)
+		}
+	case StatusDeleted:
+		if s.NodeUUID != "" {
+			return nil, fmt.Errorf("%w: server %s still holds node %s: release it before marking the server deleted", ErrConflict, c.ID, s.NodeUUID)
+		}
+	default:
+		return nil, fmt.Errorf("%w: server status %q is unknown", ErrInvalid, c.Status)
+	}
+	at := c.At.UTC()
+	if c.Status != "" {
+		s.Status = c.Status
+	}
+	s.TaskState = c.TaskState
+	if c.Fault != nil {
+		f := *c.Fault
+		f.Created = at
+		s.Fault = &f
+	}
+	s.UpdatedAt = at
+	st.servers[s.ID] = s
+	return cloneServer(s), nil
+}
+
+func applyDeleteServer(st *state, c *DeleteServer) (any, error) {
+	s, ok := st.servers[c.ID]
+	if !ok || s.Status == StatusDeleted {
+		return nil, errServerNotFound(c.ID)
+	}
+	s.UpdatedAt = c.At.UTC()
+	if s.Host == "" && s.NodeUUID == "" {
+		// Never scheduled: nothing in Ironic to undo.
+		s.Status, s.TaskState = StatusDeleted, ""
+	} else {
+		s.TaskState = TaskDeleting
+	}
+	st.servers[s.ID] = s
+	return cloneServer(s), nil
+}
+
+func writeServerRecords(st *state, emit func(v any) error) error {
+	for _, id := range sortedKeys(st.servers) {
+		if err := emit(st.servers[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadServerRecord(st *state, body []byte) error {
+	var s Server
+	if err := json.Unmarshal(body, &s); err != nil {
+		return err
+	}
+	if s.ID == "" {
+		return fmt.Errorf("server record has no id")
+	}
+	if _, dup := st.servers[s.ID]; dup {
+		return fmt.Errorf("server %s appears twice", s.ID)
+	}
+	if s.NodeUUID != "" {
+		if other, taken := st.reservations[s.NodeUUID]; taken {
+			return fmt.Errorf("node %s is reserved by both %s and %s", s.NodeUUID, other, s.ID)
+		}
+		st.reservations[s.NodeUUID] = s.ID
+	}
+	st.servers[s.ID] = s
+	return nil
+}
+
+func wrapNotFound(msg string) error { return fmt.Errorf("%w: %s", ErrNotFound, msg) }
