@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/cluster"
-	"github.com/corral-dev/corral/fsm"
 )
 
 func (s *Server) healthz(c echo.Context) error {
@@ -48,34 +47,6 @@ func (s *Server) members(c echo.Context) error {
 
 func (s *Server) raftStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, s.c.RaftStatus())
-}
-
-// HostsResponse is the body of GET /v1/hosts.
-type HostsResponse struct {
-	Hosts []fsm.Host `json:"hosts"`
-}
-
-// HostResponse is the body of GET /v1/hosts/{name}.
-type HostResponse struct {
-	Host fsm.Host `json:"host"`
-}
-
-func (s *Server) listHosts(c echo.Context) error {
-	if err := s.readBarrier(c); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, HostsResponse{Hosts: s.c.Store().Hosts()})
-}
-
-func (s *Server) getHost(c echo.Context) error {
-	if err := s.readBarrier(c); err != nil {
-		return err
-	}
-	h, err := s.c.Store().Host(c.Param("name"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, HostResponse{Host: h})
 }
 
 func (s *Server) leave(c echo.Context) error {

@@ -95,6 +95,7 @@ func (s *Server) novaRoutes(g *echo.Group) {
 	g.GET("/flavors/:id/os-extra_specs/:key", s.getExtraSpec)
 	g.PUT("/flavors/:id/os-extra_specs/:key", s.updateExtraSpec)
 	g.DELETE("/flavors/:id/os-extra_specs/:key", s.deleteExtraSpec)
+	s.serverRoutes(g)
 }
 
 type link struct {

@@ -110,6 +110,8 @@ func (s *Server) routes() {
 	e.GET("/v1/cluster/raft", s.raftStatus)
 	e.GET("/v1/hosts", s.listHosts)
 	e.GET("/v1/hosts/:name", s.getHost)
+	e.GET("/v1/nodes", s.listNodes)
+	e.GET("/v1/reservations", s.listReservations)
 	e.POST("/v1/agent/leave", s.leave)
 	e.POST(cluster.ForwardApplyPath, s.forwardApply)
 	e.GET(cluster.ForwardReadIndexPath, s.forwardReadIndex)
@@ -224,7 +226,8 @@ func bindStrict(c echo.Context, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return badRequest("malformed JSON body: %v", err)
 	}
-	if dec.More() {
+	// Only whitespace may follow the object (dec.More misses a stray '}' or ']').
+	if rest := strings.TrimSpace(string(body[dec.InputOffset():])); rest != "" {
 		return badRequest("malformed JSON body: unexpected data after the JSON object")
 	}
 	return nil

@@ -19,6 +19,8 @@ type Client struct {
 	Addr  string // base URL, e.g. http://127.0.0.2:7480
 	Token string
 	HTTP  *http.Client
+	// Headers are added to every request (e.g. a compute microversion).
+	Headers map[string]string
 }
 
 // New returns a client for addr ("host:port" or a URL).
@@ -71,6 +73,9 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	req.Header.Set("Accept", "application/json")
 	if c.Token != "" {
 		req.Header.Set("X-Auth-Token", c.Token)
+	}
+	for k, v := range c.Headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -112,4 +113,21 @@ func loadNodeRecord(st *state, body []byte) error {
 	}
 	st.nodes[n.UUID] = n
 	return nil
+}
+
+// NormalizeResourceClass spells an Ironic resource class the way
+// Placement does: upper case, every character outside [A-Z0-9_] replaced
+// by '_', with the CUSTOM_ prefix ("baremetal-gold" → "CUSTOM_BAREMETAL_GOLD").
+func NormalizeResourceClass(raw string) string {
+	b := []byte(strings.ToUpper(raw))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	s := string(b)
+	if !strings.HasPrefix(s, "CUSTOM_") {
+		s = "CUSTOM_" + s
+	}
+	return s
 }

@@ -244,6 +244,10 @@ func applySetServerTask(st *state, c *SetServerTask) (any, error) {
 		s.Status = c.Status
 	}
 	s.TaskState = c.TaskState
+	if cur := st.servers[c.ID].TaskState; cur == TaskDeleting && s.Status != StatusDeleted {
+		// A requested delete stays requested until the owner finishes it.
+		s.TaskState = TaskDeleting
+	}
 	if c.Fault != nil {
 		f := *c.Fault
 		f.Created = at

@@ -69,6 +69,8 @@ type agent struct {
 	served chan error
 	left   chan struct{}
 	once   sync.Once
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
@@ -103,6 +105,17 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	}
 	a.srv = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { a.served <- a.srv.Serve(ln) }()
+	bgctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	if cfg.Ironic.URL != "" {
+		a.bg.Add(1)
+		go func() {
+			defer a.bg.Done()
+			runIronic(bgctx, cfg.Ironic, node, reg, logger)
+		}()
+	} else {
+		logger.Warn("no [ironic] url: this host will not build servers")
+	}
 	logger.Info("API listening", "addr", "http://"+cfg.apiAddr())
 	return a, nil
 }
@@ -136,6 +149,8 @@ func (a *agent) wait(ctx context.Context) error {
 }
 
 func (a *agent) stop() error {
+	a.cancel()
+	a.bg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	herr := a.srv.Shutdown(ctx)

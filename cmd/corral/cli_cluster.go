@@ -70,10 +70,19 @@ func newHostCmd(o *cliOpts) *cobra.Command {
 			}
 			var rows [][]string
 			for _, h := range resp.Hosts {
-				rows = append(rows, []string{h.Name, h.Kind, string(h.Status), h.APIAddr,
-					h.JoinedAt.Format("2006-01-02T15:04:05Z"), h.ChangedAt.Format("2006-01-02T15:04:05Z")})
+				rows = append(rows, []string{h.Name, h.Kind, string(h.Status), strconv.Itoa(h.Servers), h.APIAddr,
+					h.ChangedAt.Format("2006-01-02T15:04:05Z")})
 			}
-			return o.render(cmd.OutOrStdout(), resp, []string{"Name", "Kind", "Status", "API", "Joined", "Changed"}, rows)
+			if err := o.render(cmd.OutOrStdout(), resp, []string{"Name", "Kind", "Status", "Servers", "API", "Changed"}, rows); err != nil || o.format == "json" {
+				return err
+			}
+			var cap [][]string
+			for _, c := range resp.Capacity {
+				cap = append(cap, []string{c.ResourceClass, c.IronicClass, strconv.Itoa(c.Total), strconv.Itoa(c.Used),
+					strconv.Itoa(c.Free), strconv.Itoa(c.Unavailable)})
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "\nBare-metal capacity (whole cloud):")
+			return o.render(cmd.OutOrStdout(), nil, []string{"Resource Class", "Ironic Class", "Total", "Used", "Free", "Unavailable"}, cap)
 		},
 	}, &cobra.Command{
 		Use:   "show NAME",

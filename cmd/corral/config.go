@@ -45,6 +45,18 @@ type agentConfig struct {
 	AdminTokens      []string
 	ReaderTokens     []string
 	PeerToken        string
+	Ironic           ironicConfig
+}
+
+// ironicConfig is the [ironic] section.
+type ironicConfig struct {
+	URL            string
+	Reservation    string
+	SyncInterval   time.Duration
+	RequestTimeout time.Duration
+	DeployTimeout  time.Duration
+	Workers        int
+	MaxVersion     string
 }
 
 func defaultAgentConfig() agentConfig {
@@ -53,6 +65,8 @@ func defaultAgentConfig() agentConfig {
 		Name: host, DataDir: "/var/lib/corral", Kind: fsm.KindIronic, LogLevel: "info", LogFormat: "text",
 		Bind: "127.0.0.1", HTTPPort: defaultHTTPPort, RaftPort: defaultRaftPort, GossipPort: defaultGossipPort,
 		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
+		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, RequestTimeout: 30 * time.Second,
+			DeployTimeout: 30 * time.Minute, Workers: 8, MaxVersion: "1.82"},
 	}
 }
 
@@ -159,6 +173,13 @@ var options = []option{
 	{section: "gossip", key: "push_pull_interval", usage: "full state sync interval", set: duration(func(c *agentConfig) *time.Duration { return &c.Gossip.PushPullInterval })},
 	{section: "auth", key: "admin_tokens", list: true, usage: "comma-separated tokens with the admin role", set: list(func(c *agentConfig) *[]string { return &c.AdminTokens })},
 	{section: "auth", key: "reader_tokens", list: true, usage: "comma-separated tokens with the reader role", set: list(func(c *agentConfig) *[]string { return &c.ReaderTokens })},
+	{section: "ironic", key: "url", flag: "ironic-url", usage: "Ironic API root URL, e.g. http://127.0.0.1:6385 (empty: no Ironic)", set: str(func(c *agentConfig) *string { return &c.Ironic.URL })},
+	{section: "ironic", key: "reservation", usage: "auto, allocations or instance_uuid (deprecated)", set: str(func(c *agentConfig) *string { return &c.Ironic.Reservation })},
+	{section: "ironic", key: "sync_interval", usage: "how often the leader lists Ironic's nodes", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.SyncInterval })},
+	{section: "ironic", key: "request_timeout", usage: "timeout of one Ironic request", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.RequestTimeout })},
+	{section: "ironic", key: "deploy_timeout", usage: "how long a deploy or undeploy may take", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.DeployTimeout })},
+	{section: "ironic", key: "workers", usage: "servers this host builds or deletes at once", set: integer(func(c *agentConfig) *int { return &c.Ironic.Workers }, 1, 1000)},
+	{section: "ironic", key: "max_version", usage: "highest Ironic microversion to use", set: str(func(c *agentConfig) *string { return &c.Ironic.MaxVersion })},
 	{section: "auth", key: "peer_token", usage: "token peers use to forward to the leader (default: the first admin token)", set: str(func(c *agentConfig) *string { return &c.PeerToken })},
 }
 
@@ -171,7 +192,7 @@ func envName(o option) string {
 
 // registerAgentFlags adds the flagged options to fs.
 func registerAgentFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "INI configuration file (sections [DEFAULT], [api], [raft], [gossip], [auth])")
+	fs.String("config", "", "INI configuration file (sections [DEFAULT], [api], [raft], [gossip], [auth], [ironic])")
 	for _, o := range options {
 		switch {
 		case o.flag == "":
@@ -263,30 +284,43 @@ func listField(c *agentConfig, o option) *[]string {
 	}
 }
 
-// suggest names the closest known key in the same section, for typos.
+// suggest helps with an unknown option: it names the section that has the
+// key, or the closest key in the same section (for typos), or the
+// section's keys, or the known sections.
 func suggest(section, key string) string {
-	best, bestD := "", 4
+	var keys, elsewhere []string
+	best, bestD := "", min(3, len(key)/2)+1
 	for _, o := range options {
 		if o.section != section {
+			if o.key == key {
+				elsewhere = append(elsewhere, "["+o.section+"]")
+			}
 			continue
 		}
+		keys = append(keys, o.key)
 		if d := editDistance(o.key, key); d < bestD {
 			best, bestD = o.key, d
 		}
 	}
-	if best == "" {
-		var secs []string
-		seen := map[string]bool{}
-		for _, o := range options {
-			if !seen[o.section] {
-				seen[o.section] = true
-				secs = append(secs, o.section)
-			}
-		}
-		sort.Strings(secs)
-		return fmt.Sprintf(" (known sections: %s)", strings.Join(secs, ", "))
+	switch {
+	case len(keys) == 0:
+	case len(elsewhere) > 0:
+		return fmt.Sprintf(" (%s belongs in %s)", key, strings.Join(elsewhere, " or "))
+	case best != "":
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	default:
+		return fmt.Sprintf(" (known keys in [%s]: %s)", section, strings.Join(keys, ", "))
 	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
+	var secs []string
+	seen := map[string]bool{}
+	for _, o := range options {
+		if !seen[o.section] {
+			seen[o.section] = true
+			secs = append(secs, o.section)
+		}
+	}
+	sort.Strings(secs)
+	return fmt.Sprintf(" ([%s] is not a section; known sections: %s)", section, strings.Join(secs, ", "))
 }
 
 func editDistance(a, b string) int {
@@ -310,10 +344,7 @@ func editDistance(a, b string) int {
 }
 
 func (c *agentConfig) validate() error {
-	var errs []error
-	if net.ParseIP(c.Bind) == nil {
-		errs = append(errs, fmt.Errorf("bind address %q is not an IP address (set --bind or [DEFAULT] bind)", c.Bind))
-	}
+	var errs []error // the bind address is checked by clusterConfig().Validate
 	if c.HTTPPort == c.RaftPort || c.HTTPPort == c.GossipPort || c.RaftPort == c.GossipPort {
 		errs = append(errs, fmt.Errorf("the HTTP (%d), raft (%d) and gossip (%d) ports must differ", c.HTTPPort, c.RaftPort, c.GossipPort))
 	}
@@ -331,6 +362,14 @@ func (c *agentConfig) validate() error {
 	case "text", "json":
 	default:
 		errs = append(errs, fmt.Errorf("log format %q is not text or json", c.LogFormat))
+	}
+	switch c.Ironic.Reservation {
+	case "auto", "allocations", "instance_uuid":
+	default:
+		errs = append(errs, fmt.Errorf("[ironic] reservation %q is not auto, allocations or instance_uuid", c.Ironic.Reservation))
+	}
+	if c.Ironic.URL != "" && !strings.HasPrefix(c.Ironic.URL, "http://") && !strings.HasPrefix(c.Ironic.URL, "https://") {
+		errs = append(errs, fmt.Errorf("[ironic] url %q must start with http:// or https://", c.Ironic.URL))
 	}
 	if len(c.AdminTokens) == 0 {
 		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment"))

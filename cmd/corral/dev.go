@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"net/http"
+
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/ironic/sim"
 	"net"
 	"os"
 	"os/signal"
@@ -19,8 +22,8 @@ import (
 )
 
 func newDevCmd() *cobra.Command {
-	var peers, httpPort int
-	var baseIP, dataDir, logLevel string
+	var peers, httpPort, nodes int
+	var baseIP, dataDir, logLevel, ironicURL string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local development cluster of peers on 127.0.0.x in one process",
@@ -52,6 +55,14 @@ temporary directory unless --data-dir is given.`,
 				dataDir = d
 			}
 			logger := newLogger(logLevel, "text", os.Stderr)
+			if ironicURL == "" {
+				url, stopSim, err := startDevSimulator(nodes)
+				if err != nil {
+					return err
+				}
+				defer stopSim()
+				ironicURL = url
+			}
 			var agents []*agent
 			stopAll := func() error {
 				var errs []error
@@ -73,6 +84,8 @@ temporary directory unless --data-dir is given.`,
 				cfg.BootstrapExpect = peers
 				cfg.AdminTokens = []string{token}
 				cfg.LogLevel = logLevel
+				cfg.Ironic.URL = ironicURL
+				cfg.Ironic.SyncInterval = 2 * time.Second
 				if seed != "" {
 					cfg.Join = []string{seed}
 				}
@@ -93,12 +106,16 @@ temporary directory unless --data-dir is given.`,
 				_ = stopAll()
 				return err
 			}
+			if err := createDevFlavors(first, token); err != nil {
+				_ = stopAll()
+				return err
+			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "corral dev: %d peers up (data in %s)\n", peers, dataDir)
+			fmt.Fprintf(out, "corral dev: %d peers up (data in %s), Ironic at %s\n", peers, dataDir, ironicURL)
 			for _, a := range agents {
 				fmt.Fprintf(out, "  %-9s http://%s\n", a.cfg.Name, a.cfg.apiAddr())
 			}
-			fmt.Fprintf(out, "\nexport CORRAL_ADDR=%s\nexport CORRAL_TOKEN=%s\n\nthen try: corral members; corral flavor list. Ctrl-C stops the cluster.\n", first, token)
+			fmt.Fprintf(out, "\nexport CORRAL_ADDR=%s\nexport CORRAL_TOKEN=%s\n\nthen try: corral members; corral server create --flavor bm-gold --image img demo1;\ncorral server list; corral node list; corral host list. Ctrl-C stops the cluster.\n", first, token)
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 			<-sig
@@ -112,6 +129,8 @@ temporary directory unless --data-dir is given.`,
 	f.IntVar(&httpPort, "http-port", defaultHTTPPort, "API port of every peer (raft +1, gossip +2)")
 	f.StringVar(&dataDir, "data-dir", "", "keep data here instead of a temporary directory")
 	f.StringVar(&logLevel, "log-level", "warn", "log level of the peers")
+	f.StringVar(&ironicURL, "ironic-url", "", "use this Ironic instead of the embedded simulator")
+	f.IntVar(&nodes, "nodes", 16, "simulated nodes per resource class (baremetal-gold, baremetal-silver)")
 	return cmd
 }
 
@@ -129,4 +148,51 @@ func waitReady(addr, token string, timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("cluster not ready after %s: %w", timeout, last)
+}
+
+// startDevSimulator serves the Ironic simulator on 127.0.0.1 with nodes of
+// two resource classes.
+func startDevSimulator(perClass int) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("listen for the Ironic simulator: %w", err)
+	}
+	s := sim.New(sim.Options{DeployDelay: 300 * time.Millisecond, UndeployDelay: 300 * time.Millisecond})
+	s.SeedNodes(perClass, "baremetal-gold")
+	s.SeedNodes(perClass, "baremetal-silver")
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		s.Close()
+	}, nil
+}
+
+// devFlavors match the simulator's resource classes, zeroing the standard
+// classes as a bare-metal flavor should.
+var devFlavors = []struct {
+	name, class      string
+	vcpus, ram, disk int
+}{
+	{"bm-gold", "CUSTOM_BAREMETAL_GOLD", 64, 131072, 371},
+	{"bm-silver", "CUSTOM_BAREMETAL_SILVER", 16, 32768, 200},
+}
+
+func createDevFlavors(addr, token string) error {
+	c := client.New(addr, token)
+	ctx := context.Background()
+	for _, f := range devFlavors {
+		body := map[string]any{"flavor": map[string]any{"name": f.name, "id": f.name, "vcpus": f.vcpus, "ram": f.ram, "disk": f.disk}}
+		if err := c.Do(ctx, "POST", "/compute/v2.1/flavors", body, nil); err != nil && !client.IsStatus(err, http.StatusConflict) {
+			return fmt.Errorf("create flavor %s: %w", f.name, err)
+		}
+		specs := map[string]any{"extra_specs": map[string]string{"resources:" + f.class: "1",
+			"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}}
+		if err := c.Do(ctx, "POST", "/compute/v2.1/flavors/"+f.name+"/os-extra_specs", specs, nil); err != nil {
+			return fmt.Errorf("set properties of flavor %s: %w", f.name, err)
+		}
+	}
+	return nil
 }

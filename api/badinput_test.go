@@ -1,0 +1,159 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// flavorBody builds a POST /flavors body from a valid flavor, with fields
+// overridden (a nil value drops the field).
+func flavorBody(fields map[string]any) string {
+	f := map[string]any{"name": "new", "ram": 512, "vcpus": 1, "disk": 1}
+	for k, v := range fields {
+		if v == nil {
+			delete(f, k)
+		} else {
+			f[k] = v
+		}
+	}
+	var parts []string
+	for _, k := range []string{"id", "name", "ram", "vcpus", "disk", "swap", "OS-FLV-EXT-DATA:ephemeral", "rxtx_factor",
+		"os-flavor-access:is_public", "description", "colour"} {
+		if v, ok := f[k]; ok {
+			parts = append(parts, fmt.Sprintf("%q: %s", k, jsonValue(v)))
+		}
+	}
+	return `{"flavor": {` + strings.Join(parts, ", ") + `}}`
+}
+
+func jsonValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", x)
+	case raw:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// raw is JSON inserted verbatim.
+type raw string
+
+func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	setup := []struct{ method, path, body string }{
+		{"POST", "/flavors", `{"flavor": {"id": "exists", "name": "taken", "ram": 1024, "vcpus": 2, "disk": 10}}`},
+		{"POST", "/flavors/exists/os-extra_specs", `{"extra_specs": {"k1": "v1"}}`},
+	}
+	for _, s := range setup {
+		if r := do(t, e.ts, s.method, computeBase+s.path, adminToken, s.body, nil); r.code != http.StatusOK {
+			t.Fatalf("setup %s %s: %s", s.method, s.path, r)
+		}
+	}
+	long := strings.Repeat("x", 256)
+	valid := flavorBody(nil)
+
+	cases := []struct {
+		name         string
+		method, path string
+		body         string
+		code         int
+		msg          []string // substrings of the error message
+	}{
+		{"malformed JSON", "POST", "/flavors", `{"flavor": {"name": "a",`, 400, []string{"malformed JSON"}},
+		{"not an object", "POST", "/flavors", `[1, 2]`, 400, []string{"malformed JSON"}},
+		{"empty body", "POST", "/flavors", ``, 400, []string{"empty"}},
+		{"blank body", "POST", "/flavors", "  \n\t", 400, []string{"empty"}},
+		{"trailing garbage", "POST", "/flavors", valid + ` x`, 400, []string{"after the JSON object"}},
+		{"second object", "POST", "/flavors", valid + valid, 400, []string{"after the JSON object"}},
+		{"trailing brace", "POST", "/flavors", valid + `}`, 400, []string{"after the JSON object"}},
+		{"trailing bracket", "POST", "/flavors", valid + ` ]`, 400, []string{"after the JSON object"}},
+		{"unknown field", "POST", "/flavors", flavorBody(map[string]any{"colour": "red"}), 400, []string{`unknown field "colour"`}},
+		{"unknown top-level field", "POST", "/flavors", `{"flavour": {"name": "a", "ram": 1, "vcpus": 1, "disk": 1}}`, 400, []string{`unknown field "flavour"`}},
+		{"missing flavor", "POST", "/flavors", `{}`, 400, []string{`{"flavor": {...}}`}},
+		{"null flavor", "POST", "/flavors", `{"flavor": null}`, 400, []string{`{"flavor": {...}}`}},
+		{"missing name", "POST", "/flavors", flavorBody(map[string]any{"name": nil}), 400, []string{"missing", "name"}},
+		{"missing ram", "POST", "/flavors", flavorBody(map[string]any{"ram": nil}), 400, []string{"missing", "ram"}},
+		{"missing vcpus", "POST", "/flavors", flavorBody(map[string]any{"vcpus": nil}), 400, []string{"missing", "vcpus"}},
+		{"missing disk", "POST", "/flavors", flavorBody(map[string]any{"disk": nil}), 400, []string{"missing", "disk"}},
+		{"missing everything", "POST", "/flavors", `{"flavor": {}}`, 400, []string{"name, ram, vcpus, disk"}},
+		{"ram is a string", "POST", "/flavors", flavorBody(map[string]any{"ram": "x"}), 400, []string{"ram", "string"}},
+		{"vcpus is a fraction", "POST", "/flavors", flavorBody(map[string]any{"vcpus": 1.5}), 400, []string{"vcpus"}},
+		{"name is a number", "POST", "/flavors", flavorBody(map[string]any{"name": 7}), 400, []string{"name"}},
+		{"is_public is a string", "POST", "/flavors", flavorBody(map[string]any{"os-flavor-access:is_public": "yes"}), 400, []string{"is_public"}},
+		{"negative ram", "POST", "/flavors", flavorBody(map[string]any{"ram": -1}), 400, []string{"ram is -1"}},
+		{"zero ram", "POST", "/flavors", flavorBody(map[string]any{"ram": 0}), 400, []string{"ram is 0"}},
+		{"negative vcpus", "POST", "/flavors", flavorBody(map[string]any{"vcpus": -2}), 400, []string{"vcpus is -2"}},
+		{"zero vcpus", "POST", "/flavors", flavorBody(map[string]any{"vcpus": 0}), 400, []string{"vcpus is 0", "from 1"}},
+		{"negative disk", "POST", "/flavors", flavorBody(map[string]any{"disk": -1}), 400, []string{"disk is -1"}},
+		{"negative swap", "POST", "/flavors", flavorBody(map[string]any{"swap": -1}), 400, []string{"swap is -1"}},
+		{"negative ephemeral", "POST", "/flavors", flavorBody(map[string]any{"OS-FLV-EXT-DATA:ephemeral": -3}), 400, []string{"ephemeral is -3"}},
+		{"ram beyond int32", "POST", "/flavors", flavorBody(map[string]any{"ram": 1 << 31}), 400, []string{"ram is 2147483648"}},
+		{"negative rxtx", "POST", "/flavors", flavorBody(map[string]any{"rxtx_factor": -1.5}), 400, []string{"rxtx_factor"}},
+		{"name with leading space", "POST", "/flavors", flavorBody(map[string]any{"name": " lead"}), 400, []string{"whitespace"}},
+		{"name with trailing space", "POST", "/flavors", flavorBody(map[string]any{"name": "trail\t"}), 400, []string{"whitespace"}},
+		{"empty name", "POST", "/flavors", flavorBody(map[string]any{"name": ""}), 400, []string{"name is empty"}},
+		{"too long name", "POST", "/flavors", flavorBody(map[string]any{"name": long}), 400, []string{"name is longer than 255"}},
+		{"too long id", "POST", "/flavors", flavorBody(map[string]any{"id": long}), 400, []string{"ID is longer than 255"}},
+		{"id with slash", "POST", "/flavors", flavorBody(map[string]any{"id": "a/b"}), 400, []string{"a/b", "'/'"}},
+		{"too long description", "POST", "/flavors", flavorBody(map[string]any{"description": strings.Repeat("d", 65536)}), 400, []string{"description"}},
+		{"duplicate id", "POST", "/flavors", flavorBody(map[string]any{"id": "exists"}), 409, []string{"ID exists already exists"}},
+		{"duplicate name", "POST", "/flavors", flavorBody(map[string]any{"name": "taken"}), 409, []string{"name taken already exists"}},
+		{"extra spec with bad key", "POST", "/flavors/exists/os-extra_specs", `{"extra_specs": {"ok": "1", "bad/key": "v"}}`, 400, []string{"bad/key", "letters, digits"}},
+		{"extra spec with empty key", "POST", "/flavors/exists/os-extra_specs", `{"extra_specs": {"": "v"}}`, 400, []string{"key is empty"}},
+		{"extra spec with long value", "POST", "/flavors/exists/os-extra_specs", `{"extra_specs": {"k": "` + long + `"}}`, 400, []string{"256 characters"}},
+		{"no extra specs", "POST", "/flavors/exists/os-extra_specs", `{"extra_specs": {}}`, 400, []string{"at least one key"}},
+		{"extra spec not a string", "POST", "/flavors/exists/os-extra_specs", `{"extra_specs": {"k": 1}}`, 400, []string{"malformed JSON"}},
+		{"extra specs of unknown flavor", "GET", "/flavors/nope/os-extra_specs", ``, 404, []string{"nope"}},
+		{"set extra specs of unknown flavor", "POST", "/flavors/nope/os-extra_specs", `{"extra_specs": {"k": "v"}}`, 404, []string{"nope"}},
+		{"put extra spec of unknown flavor", "PUT", "/flavors/nope/os-extra_specs/k", `{"k": "v"}`, 404, []string{"nope"}},
+		{"put extra spec key mismatch", "PUT", "/flavors/exists/os-extra_specs/k1", `{"k2": "v"}`, 400, []string{"mismatch", "k1"}},
+		{"put extra spec two keys", "PUT", "/flavors/exists/os-extra_specs/k1", `{"k1": "v", "k2": "v"}`, 400, []string{"mismatch"}},
+		{"put extra spec bad key", "PUT", "/flavors/exists/os-extra_specs/a%25b", `{"a%b": "v"}`, 400, []string{"a%b"}},
+		{"delete unknown flavor", "DELETE", "/flavors/nope", ``, 404, []string{"nope"}},
+		{"get unknown flavor", "GET", "/flavors/nope", ``, 404, []string{"nope"}},
+		{"get unknown extra spec", "GET", "/flavors/exists/os-extra_specs/nokey", ``, 404, []string{"nokey"}},
+		{"delete unknown extra spec", "DELETE", "/flavors/exists/os-extra_specs/nokey", ``, 404, []string{"nokey"}},
+		{"delete extra spec of unknown flavor", "DELETE", "/flavors/nope/os-extra_specs/k1", ``, 404, []string{"nope"}},
+		{"negative limit", "GET", "/flavors?limit=-1", ``, 400, []string{"limit"}},
+		{"bad minRam", "GET", "/flavors/detail?minRam=lots", ``, 400, []string{"minRam"}},
+		{"bad minDisk", "GET", "/flavors/detail?minDisk=1.5", ``, 400, []string{"minDisk"}},
+		{"bad is_public", "GET", "/flavors?is_public=maybe", ``, 400, []string{"is_public"}},
+		{"unknown marker", "GET", "/flavors?marker=nope", ``, 400, []string{"marker", "nope"}},
+	}
+	novaKey := map[int]string{400: "badRequest", 404: "itemNotFound", 409: "conflictingRequest"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := e.digest()
+			r := do(t, e.ts, c.method, computeBase+c.path, adminToken, c.body, nil)
+			if r.code != c.code {
+				t.Fatalf("%s %s: got %s, want %d", c.method, c.path, r, c.code)
+			}
+			key, msg := errorMessage(t, r)
+			if key != novaKey[c.code] {
+				t.Errorf("error key %q, want %q: %s", key, novaKey[c.code], r.body)
+			}
+			for _, want := range c.msg {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q lacks %q", msg, want)
+				}
+			}
+			if after := e.digest(); after != before {
+				t.Errorf("rejected request changed the state (digest %s → %s)", before[:12], after[:12])
+			}
+		})
+	}
+
+	// The pre-existing flavor is intact.
+	r := do(t, e.ts, "GET", computeBase+"/flavors/exists", readerToken, "", nil)
+	f := get(t, r.json(t), "flavor")
+	if get(t, f, "name") != "taken" || get(t, f, "ram") != 1024.0 || get(t, f, "extra_specs", "k1") != "v1" {
+		t.Errorf("flavor after bad input: %s", r.body)
+	}
+	if n := len(e.peer.Node.Store().Flavors()); n != 1 {
+		t.Errorf("%d flavors after bad input, want 1", n)
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/ironic"
+)
+
+// runIronic connects to Ironic (retrying until it answers) and then runs
+// this host's driver and the leader's node sync until ctx ends.
+func runIronic(ctx context.Context, cfg ironicConfig, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
+	log := logger.With("component", "ironic", "url", cfg.URL)
+	var client *ironic.Client
+	backoff := 500 * time.Millisecond
+	for {
+		var err error
+		client, err = ironic.New(ctx, ironic.Options{URL: cfg.URL, MaxVersion: cfg.MaxVersion,
+			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg})
+		if err == nil {
+			break
+		}
+		log.Warn("Ironic is not reachable yet; retrying", "in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 10*time.Second {
+			backoff *= 2
+		}
+	}
+	drv, err := ironic.NewDriver(ironic.DriverConfig{Reservation: cfg.Reservation, Workers: cfg.Workers,
+		DeployTimeout: cfg.DeployTimeout, Logger: logger, Registerer: reg}, node, client)
+	if err != nil {
+		log.Error("cannot start the Ironic driver: servers of this host will not be built", "err", err)
+		return
+	}
+	sync, err := ironic.NewNodeSync(node, client, cfg.SyncInterval, logger, reg)
+	if err != nil {
+		log.Error("cannot start the node sync", "err", err)
+		return
+	}
+	log.Info("connected to Ironic", "microversion", client.Version(), "reservation", drv.Mode())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sync.Run(ctx)
+	}()
+	drv.Run(ctx)
+	<-done
+}

@@ -1,0 +1,273 @@
+package ironic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/fsm/plan"
+)
+
+// build takes a BUILD server through reserve → deploy → ACTIVE. Every step
+// first reads what Ironic already has, so a retry or a new owner resumes
+// instead of redoing.
+func (d *Driver) build(ctx context.Context, s fsm.Server, start time.Time) error {
+	var err error
+	if s.NodeUUID == "" {
+		if err = d.setTask(ctx, s, "", fsm.TaskReserving, nil); err != nil {
+			return err
+		}
+		if err = d.reserve(ctx, s); err != nil {
+			return err
+		}
+		if s, err = d.reread(s, true); err != nil {
+			return err
+		}
+	}
+	if s.TaskState != fsm.TaskSpawning {
+		if err = d.setTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
+			return err
+		}
+	}
+	if err = d.deploy(ctx, s); err != nil {
+		return err
+	}
+	if _, err = d.reread(s, true); err != nil {
+		return err
+	}
+	if err = d.setTask(ctx, s, fsm.StatusActive, "", nil); err != nil {
+		return err
+	}
+	d.m.builds.WithLabelValues("active").Inc()
+	d.m.buildTime.Observe(time.Since(start).Seconds())
+	d.log.Info("server active", "server", s.ID, "node", s.NodeUUID, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// requirements are what a flavor asks of a node.
+type requirements struct {
+	customClass  string            // CUSTOM_X from resources:CUSTOM_X=1
+	traits       []string          // trait:X=required
+	forbidden    []string          // trait:X=forbidden
+	capabilities map[string]string // capabilities:k=v
+}
+
+func flavorRequirements(f fsm.Flavor) requirements {
+	r := requirements{capabilities: map[string]string{}}
+	keys := make([]string, 0, len(f.ExtraSpecs))
+	for k := range f.ExtraSpecs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := f.ExtraSpecs[k]
+		switch {
+		case strings.HasPrefix(k, "resources:CUSTOM_"):
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				r.customClass = strings.TrimPrefix(k, "resources:")
+			}
+		case strings.HasPrefix(k, "trait:") && v == "required":
+			r.traits = append(r.traits, strings.TrimPrefix(k, "trait:"))
+		case strings.HasPrefix(k, "trait:") && v == "forbidden":
+			r.forbidden = append(r.forbidden, strings.TrimPrefix(k, "trait:"))
+		case strings.HasPrefix(k, "capabilities:"):
+			r.capabilities[strings.TrimPrefix(k, "capabilities:")] = v
+		}
+	}
+	return r
+}
+
+// matches reports whether a mirrored node satisfies the requirements
+// (resource class, traits, capabilities), availability aside.
+func (r requirements) matches(n fsm.Node) bool {
+	if NormalizeResourceClass(n.ResourceClass) != r.customClass {
+		return false
+	}
+	for _, t := range r.traits {
+		if !slices.Contains(n.Traits, t) {
+			return false
+		}
+	}
+	for _, t := range r.forbidden {
+		if slices.Contains(n.Traits, t) {
+			return false
+		}
+	}
+	for k, v := range r.capabilities {
+		if n.Capabilities[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// candidates returns the raw Ironic class and the mirrored nodes matching
+// the flavor. Errors are permanent unless the mirror is still empty.
+func (d *Driver) candidates(f fsm.Flavor) (string, []fsm.Node, error) {
+	r := flavorRequirements(f)
+	if r.customClass == "" {
+		return "", nil, permanent("No valid host was found. Flavor %s asks for no custom resource class: set resources:CUSTOM_<CLASS>=1 on it", f.Name)
+	}
+	nodes := d.c.Store().Nodes()
+	if len(nodes) == 0 {
+		return "", nil, errors.New("the Ironic node mirror is empty (first sync pending)")
+	}
+	raw := ""
+	var out []fsm.Node
+	for _, n := range nodes {
+		if n.Missing || NormalizeResourceClass(n.ResourceClass) != r.customClass {
+			continue
+		}
+		if raw == "" {
+			raw = n.ResourceClass
+		}
+		if r.matches(n) {
+			out = append(out, n)
+		}
+	}
+	if raw == "" {
+		return "", nil, permanent("No valid host was found. No Ironic node has a resource class that normalises to %s", r.customClass)
+	}
+	return raw, out, nil
+}
+
+// reserve obtains a node for the server and commits the reservation.
+func (d *Driver) reserve(ctx context.Context, s fsm.Server) error {
+	raw, nodes, err := d.candidates(s.Flavor)
+	if err != nil {
+		return err
+	}
+	if d.mode == ReserveAllocations {
+		return d.reserveByAllocation(ctx, s, raw, nodes)
+	}
+	return d.reserveByInstanceUUID(ctx, s, nodes)
+}
+
+func (d *Driver) reserveByAllocation(ctx context.Context, s fsm.Server, raw string, nodes []fsm.Node) error {
+	r := flavorRequirements(s.Flavor)
+	req := AllocationRequest{UUID: s.ID, Name: AllocationName(s.ID), ResourceClass: raw, Traits: r.traits,
+		Extra: map[string]string{"corral_server": s.ID, "corral_host": s.Host}}
+	if len(r.capabilities) > 0 || len(r.forbidden) > 0 {
+		// Ironic's allocation engine knows nothing of capabilities: narrow
+		// the candidates ourselves.
+		if len(nodes) == 0 {
+			return permanent("No valid host was found. No Ironic node of class %s has the capabilities %v", raw, r.capabilities)
+		}
+		for _, n := range nodes {
+			req.CandidateNodes = append(req.CandidateNodes, n.UUID)
+		}
+	}
+	alloc, err := d.ir.CreateAllocation(ctx, req)
+	if err != nil {
+		return err
+	}
+	if alloc.State == "allocating" {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		alloc, err = d.ir.WaitAllocation(wctx, alloc.UUID)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	if alloc.State != "active" || alloc.NodeUUID == "" {
+		msg := alloc.LastError
+		if msg == "" {
+			msg = "allocation ended in state " + alloc.State
+		}
+		// A failed allocation holds nothing, but it would block a retry
+		// under the same uuid; remove it.
+		if derr := d.ir.DeleteAllocation(ctx, alloc.UUID); derr != nil {
+			d.log.Warn("removing the failed allocation failed", "server", s.ID, "err", derr)
+		}
+		return permanent("No valid host was found. Ironic: %s", msg)
+	}
+	if _, err := d.reread(s, false); err != nil {
+		return err
+	}
+	return d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: alloc.NodeUUID, AllocationUUID: alloc.UUID})
+}
+
+// reserveByInstanceUUID is the deprecated way: claim a node by writing the
+// server id into its instance_uuid; Ironic answers 409 to the loser.
+func (d *Driver) reserveByInstanceUUID(ctx context.Context, s fsm.Server, nodes []fsm.Node) error {
+	store := d.c.Store()
+	// A retry first looks for the node it may already have claimed.
+	for _, n := range nodes {
+		if n.InstanceUUID == s.ID {
+			return d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
+		}
+	}
+	byID := map[string]fsm.Node{}
+	var ids []string
+	for _, n := range nodes {
+		if n.Available() && store.ReservedBy(n.UUID) == "" {
+			byID[n.UUID] = n
+			ids = append(ids, n.UUID)
+		}
+	}
+	if len(ids) == 0 {
+		return permanent("No valid host was found. There are not enough Ironic nodes available that match flavor %s", s.Flavor.Name)
+	}
+	for _, id := range plan.RankNodes(ids, s.ID) {
+		if _, err := d.reread(s, false); err != nil {
+			return err
+		}
+		err := d.ir.ReserveNode(ctx, id, s.ID)
+		if errors.Is(err, ErrConflict) {
+			continue // someone else won this node
+		}
+		if err != nil {
+			return err
+		}
+		cerr := d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: id})
+		if errors.Is(cerr, fsm.ErrConflict) && !errors.Is(cerr, fsm.ErrFenced) {
+			_ = d.ir.ReleaseNode(ctx, id, s.ID)
+			continue
+		}
+		return cerr
+	}
+	return permanent("No valid host was found. Every Ironic node matching flavor %s was taken by another instance", s.Flavor.Name)
+}
+
+// deploy writes instance_info and drives the node to active.
+func (d *Driver) deploy(ctx context.Context, s fsm.Server) error {
+	n, err := d.ir.GetNode(ctx, s.NodeUUID)
+	if err != nil {
+		return err
+	}
+	switch n.ProvisionState {
+	case "active":
+		if n.InstanceUUID == s.ID {
+			return nil
+		}
+		return permanent("Ironic node %s is active for instance %s, not for this server", n.UUID, n.InstanceUUID)
+	case "available":
+		spec := DeploySpec{ImageSource: s.ImageRef, RootGB: s.Flavor.Disk, DisplayName: s.Name,
+			Capabilities: flavorRequirements(s.Flavor).capabilities}
+		if _, err := d.reread(s, true); err != nil {
+			return err
+		}
+		if err := d.ir.Deploy(ctx, n.UUID, spec); err != nil {
+			return err
+		}
+	case "deploying", "wait call-back", "deploy wait":
+	case "deploy failed", "error":
+		return permanent("Deploy of Ironic node %s failed: %s", n.UUID, n.LastError)
+	default:
+		return fmt.Errorf("Ironic node %s is in provision state %q; waiting", n.UUID, n.ProvisionState)
+	}
+	wctx, cancel := context.WithTimeout(ctx, d.cfg.DeployTimeout)
+	defer cancel()
+	if _, err := d.ir.WaitProvisionState(wctx, n.UUID, "active"); err != nil {
+		if errors.Is(err, ErrDeployFailed) {
+			return permanent("Deploy of Ironic node %s failed: %v", n.UUID, err)
+		}
+		return err
+	}
+	return nil
+}

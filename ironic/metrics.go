@@ -1,0 +1,37 @@
+package ironic
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type driverMetrics struct {
+	builds    *prometheus.CounterVec
+	buildTime prometheus.Histogram
+	deletes   prometheus.Counter
+	fenced    prometheus.Counter
+}
+
+func newDriverMetrics(reg prometheus.Registerer) (*driverMetrics, error) {
+	m := &driverMetrics{
+		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_server_builds_total", Help: "Server builds finished by this host, by outcome (active, error).",
+		}, []string{"outcome"}),
+		buildTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "corral_server_build_duration_seconds", Help: "Time from a server's first build step on this host to ACTIVE.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+		}),
+		deletes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_server_deletes_total", Help: "Servers this host deleted.",
+		}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_fenced_operations_total", Help: "Operations this host stopped because the log gave the server to another owner or epoch.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.builds, m.buildTime, m.deletes, m.fenced} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,247 @@
+// Package ironic is corral's client layer for OpenStack Ironic: the Provisioner interface and
+// its gophercloud/v2 implementation, Client. Client negotiates the API microversion, reserves
+// nodes through allocations (or instance_uuid on old Ironic), deploys and undeploys them,
+// manages VIFs, and retries what Ironic asks clients to retry (409 NodeLocked, transient
+// failures of idempotent requests). Every error is an *Error that carries Ironic's faultstring
+// and wraps one of the sentinel errors.
+package ironic
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+)
+
+// Provisioner is what corral needs from Ironic. Client implements it; tests may fake it.
+type Provisioner interface {
+	Version() string
+	SupportsAllocations() bool
+
+	ListNodes(ctx context.Context) ([]Node, error)
+	GetNode(ctx context.Context, id string) (Node, error)
+
+	CreateAllocation(ctx context.Context, r AllocationRequest) (Allocation, error)
+	GetAllocation(ctx context.Context, id string) (Allocation, error)
+	WaitAllocation(ctx context.Context, id string) (Allocation, error)
+	DeleteAllocation(ctx context.Context, id string) error
+
+	ReserveNode(ctx context.Context, nodeID, instanceUUID string) error
+	ReleaseNode(ctx context.Context, nodeID, instanceUUID string) error
+
+	Deploy(ctx context.Context, nodeID string, spec DeploySpec) error
+	Undeploy(ctx context.Context, nodeID string) error
+	WaitProvisionState(ctx context.Context, nodeID, want string) (Node, error)
+
+	AttachVIF(ctx context.Context, nodeID, vifID string) error
+	DetachVIF(ctx context.Context, nodeID, vifID string) error
+	ListVIFs(ctx context.Context, nodeID string) ([]string, error)
+}
+
+var _ Provisioner = (*Client)(nil)
+
+// Provision states corral acts on.
+const (
+	StateAvailable    = "available"
+	StateActive       = "active"
+	StateDeploying    = "deploying"
+	StateWaitCallBack = "wait call-back"
+	StateDeployFailed = "deploy failed"
+	StateDeleting     = "deleting"
+	StateCleaning     = "cleaning"
+	StateCleanWait    = "clean wait"
+	StateCleanFailed  = "clean failed"
+	StateError        = "error"
+)
+
+// failedStates are the provision states in which a deployment (or its undoing) has failed.
+var failedStates = map[string]bool{StateDeployFailed: true, StateError: true, StateCleanFailed: true}
+
+// DeploySpec is what Deploy writes into instance_info before deploying.
+type DeploySpec struct {
+	ImageSource  string            // instance_info/image_source (required)
+	RootGB       int               // instance_info/root_gb (0: not set)
+	Capabilities map[string]string // instance_info/capabilities, a JSON object
+	DisplayName  string            // instance_info/display_name
+	ConfigDrive  string            // sent with the provision "active" request when not empty
+}
+
+// Deploy writes spec into the node's instance_info and asks for provision state "active". It
+// does not wait (see WaitProvisionState). A node already active or deploying with the same
+// image (and display name, if given) is left alone; one with another image is ErrConflict.
+func (c *Client) Deploy(ctx context.Context, nodeID string, spec DeploySpec) error {
+	const call = "Deploy"
+	if spec.ImageSource == "" {
+		return newError(call, ErrInvalid, "image source is required")
+	}
+	n, err := c.getNode(ctx, call, nodeID)
+	if err != nil {
+		return err
+	}
+	if done, err := c.deployedAlready(call, n, spec); done || err != nil {
+		return err
+	}
+	if n.ProvisionState != StateAvailable && n.ProvisionState != StateDeployFailed {
+		return newError(call, ErrConflict, "node %s is in provision state %q and cannot be deployed", n.UUID, n.ProvisionState)
+	}
+	ops := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: spec.ImageSource}}
+	if spec.RootGB > 0 {
+		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/root_gb", Value: spec.RootGB})
+	}
+	if len(spec.Capabilities) > 0 {
+		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/capabilities", Value: spec.Capabilities})
+	}
+	if spec.DisplayName != "" {
+		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/display_name", Value: spec.DisplayName})
+	}
+	if err := c.patchNode(ctx, call, n.UUID, ops); err != nil {
+		return err
+	}
+	opts := nodes.ProvisionStateOpts{Target: nodes.TargetActive}
+	if spec.ConfigDrive != "" {
+		opts.ConfigDrive = spec.ConfigDrive
+	}
+	err = c.setProvisionState(ctx, call, n.UUID, opts)
+	if err == nil {
+		c.log.Info("ironic deploy started", "node", n.UUID, "image", spec.ImageSource)
+		return nil
+	}
+	// A concurrent Deploy of the same spec may have won the race.
+	if n2, gerr := c.getNode(ctx, call, n.UUID); gerr == nil {
+		if done, _ := c.deployedAlready(call, n2, spec); done {
+			return nil
+		}
+	}
+	return err
+}
+
+// deployedAlready reports whether n is active or deploying with spec's image, and an error if
+// it is active or deploying with another one.
+func (c *Client) deployedAlready(call string, n Node, spec DeploySpec) (bool, error) {
+	switch n.ProvisionState {
+	case StateActive, StateDeploying, StateWaitCallBack:
+	default:
+		return false, nil
+	}
+	if n.InstanceInfo["image_source"] == spec.ImageSource &&
+		(spec.DisplayName == "" || n.InstanceInfo["display_name"] == spec.DisplayName) {
+		return true, nil
+	}
+	return false, newError(call, ErrConflict, "node %s is %s with image %q (display name %q)", n.UUID,
+		n.ProvisionState, n.InstanceInfo["image_source"], n.InstanceInfo["display_name"])
+}
+
+func (c *Client) setProvisionState(ctx context.Context, call, nodeID string, opts nodes.ProvisionStateOpts) error {
+	return c.do(ctx, call, false, func(ctx context.Context) error {
+		return nodes.ChangeProvisionState(ctx, c.sc, nodeID, opts).ExtractErr()
+	})
+}
+
+// Undeploy asks for provision state "deleted" when the node is active, deploy failed, wait
+// call-back or error; Ironic then removes the node's allocation and instance_info. A node
+// that is available or already being torn down is left alone. A deploy in progress is waited
+// for first. It does not wait for "available" (see WaitProvisionState).
+func (c *Client) Undeploy(ctx context.Context, nodeID string) error {
+	const call = "Undeploy"
+	for {
+		n, err := c.getNode(ctx, call, nodeID)
+		if err != nil {
+			return err
+		}
+		switch n.ProvisionState {
+		case StateAvailable, StateDeleting, StateCleaning, StateCleanWait:
+			return nil
+		case StateActive, StateDeployFailed, StateWaitCallBack, StateError:
+			err := c.setProvisionState(ctx, call, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted})
+			if err == nil {
+				c.log.Info("ironic undeploy started", "node", n.UUID, "from", n.ProvisionState)
+				return nil
+			}
+			// Someone else may have started the teardown meanwhile.
+			if n2, gerr := c.getNode(ctx, call, n.UUID); gerr == nil {
+				switch n2.ProvisionState {
+				case StateAvailable, StateDeleting, StateCleaning, StateCleanWait:
+					return nil
+				}
+			}
+			return err
+		case StateDeploying:
+			if err := c.poll(ctx, call, func() (bool, string, error) {
+				m, err := c.getNode(ctx, call, n.UUID)
+				return err == nil && m.ProvisionState != StateDeploying, m.ProvisionState, err
+			}); err != nil {
+				return err
+			}
+		default:
+			return newError(call, ErrConflict, "node %s is in provision state %q and cannot be undeployed",
+				n.UUID, n.ProvisionState)
+		}
+	}
+}
+
+// WaitProvisionState polls the node every PollInterval until its provision state is want with
+// no target state. A node that lands in "deploy failed", "error" or "clean failed" (unless
+// that is want) is ErrDeployFailed, with Ironic's last_error in the message. The node is
+// returned as last seen.
+func (c *Client) WaitProvisionState(ctx context.Context, nodeID, want string) (Node, error) {
+	const call = "WaitProvisionState"
+	var n Node
+	var failed error
+	err := c.poll(ctx, call, func() (bool, string, error) {
+		var err error
+		n, err = c.getNode(ctx, call, nodeID)
+		if err != nil {
+			return false, "", err
+		}
+		last := n.ProvisionState + "->" + n.TargetProvisionState
+		if n.ProvisionState == want && n.TargetProvisionState == "" {
+			return true, last, nil
+		}
+		if failedStates[n.ProvisionState] && n.ProvisionState != want {
+			failed = &Error{Call: call, Kind: ErrDeployFailed, Fault: fmt.Sprintf(
+				"node %s is in provision state %q (waiting for %q): %s", n.UUID, n.ProvisionState, want, n.LastError)}
+			return true, last, nil
+		}
+		return false, last, nil
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, failed
+}
+
+// poll calls check every PollInterval until it reports done, fails with an error that is not
+// transient, or ctx is done. last describes the latest observation for the timeout error.
+func (c *Client) poll(ctx context.Context, call string, check func() (done bool, last string, err error)) error {
+	t := time.NewTicker(c.opts.PollInterval)
+	defer t.Stop()
+	start := time.Now()
+	for {
+		done, last, err := check()
+		if done {
+			return nil
+		}
+		if err != nil && !retryableWhilePolling(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			msg := "gave up after " + strconv.FormatFloat(time.Since(start).Seconds(), 'f', 1, 64) + "s"
+			if last != "" {
+				msg += ", last seen " + last
+			}
+			if err != nil {
+				msg += ", last error: " + err.Error()
+			}
+			return &Error{Call: call, Fault: msg, Err: ctx.Err()}
+		case <-t.C:
+		}
+	}
+}
+
+func retryableWhilePolling(err error) bool {
+	e, ok := err.(*Error)
+	return ok && (e.Kind == ErrUnavailable || e.Kind == ErrNodeLocked)
+}
