@@ -46,6 +46,7 @@ type memberState struct {
 // including dead and left ones (memberlist.Members only lists live ones).
 type gossip struct {
 	ml     *memberlist.Memberlist
+	addr   string // bound gossip address, read once (memberlist's node is mutated under its own lock)
 	log    *slog.Logger
 	events chan struct{} // poked on every membership change (non-blocking)
 
@@ -83,14 +84,13 @@ func newGossip(cfg *Config, meta memberMeta, logger *slog.Logger) (*gossip, erro
 		return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
 	}
 	g.ml = ml
+	n := ml.LocalNode()
+	g.addr = net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
 	return g, nil
 }
 
 // Addr returns the gossip address actually bound (host:port).
-func (g *gossip) Addr() string {
-	n := g.ml.LocalNode()
-	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
-}
+func (g *gossip) Addr() string { return g.addr }
 
 func (g *gossip) setBootstrapped() {
 	g.mu.Lock()
