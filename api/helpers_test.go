@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,49 +53,9 @@ func serve(t *testing.T, p *clustertest.Peer) *httptest.Server {
 }
 
 // startCluster starts an n-peer in-process cluster.
-//
-// The harness reads each new peer's gossip address (memberlist's local
-// node) right after starting it, while the peer's bootstrap loop may
-// already be updating that node's metadata; nothing orders the two, and
-// the race detector reports it. The peers' "bootstrapped raft" log call,
-// which precedes that update, is therefore held until Start has returned.
 func startCluster(t *testing.T, n int) *clustertest.Harness {
 	t.Helper()
-	g := &gateHandler{
-		next:    slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}),
-		release: make(chan struct{}),
-	}
-	h := clustertest.Start(t, n, clustertest.Options{Logger: slog.New(g)})
-	close(g.release)
-	return h
-}
-
-type gateHandler struct {
-	next    slog.Handler
-	release chan struct{}
-}
-
-func (g *gateHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-
-func (g *gateHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "bootstrapped raft" {
-		select {
-		case <-g.release:
-		case <-time.After(30 * time.Second):
-		}
-	}
-	if !g.next.Enabled(ctx, r.Level) {
-		return nil
-	}
-	return g.next.Handle(ctx, r)
-}
-
-func (g *gateHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return &gateHandler{next: g.next.WithAttrs(a), release: g.release}
-}
-
-func (g *gateHandler) WithGroup(name string) slog.Handler {
-	return &gateHandler{next: g.next.WithGroup(name), release: g.release}
+	return clustertest.Start(t, n, clustertest.Options{})
 }
 
 // newEnv starts a one-peer cluster, serves its API and waits until the

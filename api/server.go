@@ -88,6 +88,9 @@ func New(cfg Config, c Cluster) (*Server, error) {
 	if err := cfg.Registry.Register(s.reqDur); err != nil {
 		return nil, fmt.Errorf("register API metrics: %w", err)
 	}
+	if err := cfg.Registry.Register(&stateCollector{store: c.Store}); err != nil {
+		return nil, fmt.Errorf("register state metrics: %w", err)
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler

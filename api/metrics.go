@@ -1,0 +1,48 @@
+package api
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// stateCollector exposes the replicated state as seen by this peer.
+type stateCollector struct{ store func() *fsm.Store }
+
+var (
+	descServers      = prometheus.NewDesc("corral_servers", "Servers by status (this peer's replica).", []string{"status"}, nil)
+	descReservations = prometheus.NewDesc("corral_reservations", "Ironic nodes reserved for servers.", nil, nil)
+	descNodes        = prometheus.NewDesc("corral_ironic_nodes", "Mirrored Ironic nodes by resource class and state (free, used, unavailable).", []string{"resource_class", "state"}, nil)
+	descHosts        = prometheus.NewDesc("corral_hosts", "Compute hosts by status.", []string{"status"}, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descServers
+	ch <- descReservations
+	ch <- descNodes
+	ch <- descHosts
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.store()
+	byStatus := map[fsm.ServerStatus]int{fsm.StatusBuild: 0, fsm.StatusActive: 0, fsm.StatusError: 0, fsm.StatusDeleted: 0}
+	for _, s := range st.Servers() {
+		byStatus[s.Status]++
+	}
+	for s, n := range byStatus {
+		ch <- prometheus.MustNewConstMetric(descServers, prometheus.GaugeValue, float64(n), string(s))
+	}
+	ch <- prometheus.MustNewConstMetric(descReservations, prometheus.GaugeValue, float64(len(st.Reservations())))
+	for _, cp := range capacity(st.Nodes(), st.ReservedBy) {
+		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Free), cp.ResourceClass, "free")
+		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Used), cp.ResourceClass, "used")
+		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Unavailable), cp.ResourceClass, "unavailable")
+	}
+	hosts := map[fsm.HostStatus]int{fsm.HostUp: 0, fsm.HostDown: 0, fsm.HostLeft: 0}
+	for _, h := range st.Hosts() {
+		hosts[h.Status]++
+	}
+	for s, n := range hosts {
+		ch <- prometheus.MustNewConstMetric(descHosts, prometheus.GaugeValue, float64(n), string(s))
+	}
+}
