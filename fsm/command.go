@@ -39,7 +39,9 @@ const (
 	CmdReleaseNode           CommandType = 11
 	CmdDeleteServer          CommandType = 12
 	CmdSyncNodes             CommandType = 13
-	// 14..31 reserved: ownership plans, resource providers, migrations.
+	CmdSetHostDrain          CommandType = 14
+	CmdReassignServers       CommandType = 15
+	// 16..31 reserved: resource providers, migrations.
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

@@ -74,6 +74,9 @@ func sampleCommands() []Command {
 			ProvisionState: "available", PowerState: "power off", Properties: map[string]string{"cpus": "32"},
 			Capabilities: map[string]string{"boot_mode": "uefi"}, Traits: []string{"CUSTOM_GPU"}, LastSeen: t0}},
 			Missing: []string{"n9"}},
+		&SetHostDrain{Meta: m, Name: "node-1", Drained: true},
+		&ReassignServers{Meta: m, From: "node-1", Reason: ReasonHostDown,
+			Moves: []Move{{ServerID: "s1", FromHost: "node-1", FromEpoch: 1, ToHost: "node-2"}}},
 	}
 }
 
@@ -136,7 +139,11 @@ func genServerCommand(r *rand.Rand, m Meta, hostName, flavorID func() string) Co
 	srv := fmt.Sprintf("s%d", r.IntN(30))
 	node := fmt.Sprintf("n%d", r.IntN(12))
 	epoch := uint64(r.IntN(3))
-	switch r.IntN(6) {
+	switch r.IntN(8) {
+	case 6:
+		return &SetHostDrain{Meta: m, Name: hostName(), Drained: r.IntN(2) == 0}
+	case 7:
+		return &ReassignServers{Meta: m, Reason: ReasonHostDown, Moves: []Move{{ServerID: srv, FromHost: hostName(), FromEpoch: epoch, ToHost: hostName()}}}
 	case 0:
 		return &CreateServer{Meta: m, ID: srv, Name: "vm-" + srv, FlavorID: flavorID(), ImageRef: "img", Host: hostName()}
 	case 1:

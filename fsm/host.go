@@ -41,6 +41,8 @@ type Host struct {
 	Status     HostStatus `json:"status"`
 	JoinedAt   time.Time  `json:"joined_at"`
 	ChangedAt  time.Time  `json:"changed_at"`
+	// Drained hosts get no new servers, and the leader moves theirs away.
+	Drained bool `json:"drained,omitempty"`
 }
 
 // RegisterHost adds a host or updates its addresses and kind, and marks it up.

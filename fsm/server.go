@@ -59,9 +59,11 @@ type Server struct {
 	ImageRef       string            `json:"image_ref"`
 	Networks       []Network         `json:"networks,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
-	Host           string            `json:"host,omitempty"`  // owner compute host
-	Epoch          uint64            `json:"epoch,omitempty"` // owner epoch: grows with every change of owner
-	EpochIndex     uint64            `json:"epoch_index,omitempty"`
+	Host           string            `json:"host,omitempty"`        // owner compute host
+	Epoch          uint64            `json:"epoch,omitempty"`       // owner epoch: grows with every change of owner
+	EpochIndex     uint64            `json:"epoch_index,omitempty"` // log index of the entry that set Host and Epoch
+	OwnerReason    string            `json:"owner_reason,omitempty"`
+	OwnerSince     time.Time         `json:"owner_since,omitempty"`
 	NodeUUID       string            `json:"node_uuid,omitempty"`
 	AllocationUUID string            `json:"allocation_uuid,omitempty"`
 	Fault          *Fault            `json:"fault,omitempty"`
@@ -150,7 +152,7 @@ func placementCandidates(st *state, kind string) []plan.Candidate {
 	var out []plan.Candidate
 	for _, name := range sortedKeys(st.hosts) {
 		h := st.hosts[name]
-		if h.Status == HostUp && h.Kind == kind {
+		if h.Status == HostUp && h.Kind == kind && !h.Drained {
 			out = append(out, plan.Candidate{Name: name, Servers: load[name]})
 		}
 	}
@@ -196,7 +198,11 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 		if !ok || h.Status != HostUp || h.Kind != KindIronic {
 			return nil, fmt.Errorf("%w: host %s chosen for server %s is no longer up; retry the request", ErrConflict, c.Host, c.ID)
 		}
+		if h.Drained {
+			return nil, fmt.Errorf("%w: host %s chosen for server %s is drained; retry the request", ErrConflict, c.Host, c.ID)
+		}
 		s.Status, s.TaskState, s.Host, s.Epoch = StatusBuild, TaskScheduling, c.Host, 1
+		s.EpochIndex, s.OwnerSince, s.OwnerReason = st.index, at, "placed at creation (fewest servers)"
 	}
 	st.servers[s.ID] = s
 	return cloneServer(s), nil

@@ -17,6 +17,10 @@ type state struct {
 	servers      map[string]Server // by ID
 	reservations map[string]string // node UUID -> server ID (index, rebuilt on restore)
 	nodes        map[string]Node   // Ironic node mirror, by UUID
+
+	// index is the log index of the entry being applied (not part of
+	// snapshots): Apply records it where state remembers "when".
+	index uint64
 }
 
 func newState() *state {

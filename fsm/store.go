@@ -61,6 +61,7 @@ func (s *Store) Apply(index uint64, data []byte) Result {
 	v, err := func() (any, error) {
 		defer s.mu.Unlock()
 		s.applied.Store(index)
+		s.st.index = index
 		return spec.apply(s.st, cmd)
 	}()
 	s.notify()

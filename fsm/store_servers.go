@@ -112,3 +112,11 @@ func (s *Store) ReservedBy(node string) string {
 	defer s.mu.RUnlock()
 	return s.st.reservations[node]
 }
+
+// PlanReassign returns, without changing anything, the moves that would
+// take host's live servers elsewhere now (a dry run of a death or drain).
+func (s *Store) PlanReassign(host string) []Move {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return PlanReassign(s.st, host)
+}

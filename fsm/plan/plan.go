@@ -40,21 +40,10 @@ func mix(x uint64) uint64 {
 // server id, so equal hosts share new servers evenly and every peer picks
 // the same one. It returns "" when there is no candidate.
 func ChooseHost(cands []Candidate, serverID string) string {
-	best := -1
-	var bestScore uint64
-	for i, c := range cands {
-		score := Rendezvous(serverID, c.Name)
-		switch {
-		case best < 0,
-			c.Servers < cands[best].Servers,
-			c.Servers == cands[best].Servers && (score > bestScore || score == bestScore && c.Name < cands[best].Name):
-			best, bestScore = i, score
-		}
-	}
-	if best < 0 {
+	if len(cands) == 0 {
 		return ""
 	}
-	return cands[best].Name
+	return cands[chooseIndex(cands, serverID)].Name
 }
 
 // RankNodes orders node ids for serverID by rendezvous score, highest

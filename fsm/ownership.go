@@ -1,0 +1,141 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/corral-dev/corral/fsm/plan"
+)
+
+// SetHostDrain drains a host (no new servers; the leader moves its servers
+// away) or undrains it.
+type SetHostDrain struct {
+	Meta
+	Name    string `json:"name"`
+	Drained bool   `json:"drained"`
+}
+
+// Type implements Command.
+func (*SetHostDrain) Type() CommandType { return CmdSetHostDrain }
+
+// Move gives one server a new owner. FromHost and FromEpoch are the owner
+// the move was planned against: if the server has changed hands since,
+// the whole plan is rejected and the leader plans again.
+type Move struct {
+	ServerID  string `json:"server_id"`
+	FromHost  string `json:"from_host"`
+	FromEpoch uint64 `json:"from_epoch"`
+	ToHost    string `json:"to_host"`
+}
+
+// Reasons for a change of owner.
+const (
+	ReasonHostDown  = "host down"
+	ReasonDrain     = "host drained"
+	ReasonAdminMove = "moved by an operator"
+)
+
+// ReassignServers commits a whole reassignment plan as one entry. With
+// From set and no Moves, the leader plans (plan.Reassign) every live
+// server of From onto the up, undrained hosts of its kind before
+// proposing. Every moved server's owner epoch grows by one.
+type ReassignServers struct {
+	Meta
+	From   string `json:"from,omitempty"`
+	Reason string `json:"reason"`
+	Moves  []Move `json:"moves"`
+}
+
+// Type implements Command.
+func (*ReassignServers) Type() CommandType { return CmdReassignServers }
+
+func init() {
+	register[SetHostDrain](CmdSetHostDrain, "SetHostDrain", applySetHostDrain)
+	register[ReassignServers](CmdReassignServers, "ReassignServers", applyReassignServers)
+}
+
+func applySetHostDrain(st *state, c *SetHostDrain) (any, error) {
+	h, ok := st.hosts[c.Name]
+	if !ok {
+		return nil, errHostNotFound(c.Name)
+	}
+	if h.Drained != c.Drained {
+		h.Drained = c.Drained
+		h.ChangedAt = c.At.UTC()
+		st.hosts[h.Name] = h
+	}
+	return h, nil
+}
+
+// PlanReassign returns the moves that would take every live server of
+// host onto the other up, undrained hosts of its kind: the same function
+// the leader commits with, for dry runs.
+func PlanReassign(st *state, host string) []Move {
+	var ids []string
+	epochs := map[string]uint64{}
+	for _, id := range sortedKeys(st.servers) {
+		s := st.servers[id]
+		if s.Live() && s.Host == host {
+			ids = append(ids, id)
+			epochs[id] = s.Epoch
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var cands []plan.Candidate
+	for _, c := range placementCandidates(st, KindIronic) {
+		if c.Name != host {
+			cands = append(cands, c)
+		}
+	}
+	var moves []Move
+	for _, a := range plan.Reassign(ids, cands) {
+		moves = append(moves, Move{ServerID: a.ServerID, FromHost: host, FromEpoch: epochs[a.ServerID], ToHost: a.Host})
+	}
+	return moves
+}
+
+func (c *ReassignServers) prepare(st *state) {
+	if len(c.Moves) == 0 && c.From != "" {
+		c.Moves = PlanReassign(st, c.From)
+		return
+	}
+	for i, m := range c.Moves {
+		if s, ok := st.servers[m.ServerID]; ok && m.FromHost == "" {
+			c.Moves[i].FromHost, c.Moves[i].FromEpoch = s.Host, s.Epoch
+		}
+	}
+}
+
+func applyReassignServers(st *state, c *ReassignServers) (any, error) {
+	seen := map[string]bool{}
+	for _, m := range c.Moves {
+		s, ok := st.servers[m.ServerID]
+		if !ok || !s.Live() {
+			return nil, fmt.Errorf("%w: server %s in the plan does not exist (or is deleted)", ErrConflict, m.ServerID)
+		}
+		if seen[m.ServerID] {
+			return nil, fmt.Errorf("%w: server %s appears twice in the plan", ErrInvalid, m.ServerID)
+		}
+		seen[m.ServerID] = true
+		if err := fence(s, m.FromHost, m.FromEpoch); err != nil {
+			return nil, err
+		}
+		h, ok := st.hosts[m.ToHost]
+		if !ok || h.Status != HostUp || h.Drained || h.Kind != KindIronic {
+			return nil, fmt.Errorf("%w: host %s cannot take server %s: it must be an up, undrained %s host", ErrConflict, m.ToHost, m.ServerID, KindIronic)
+		}
+		if m.ToHost == s.Host {
+			return nil, fmt.Errorf("%w: server %s is already owned by %s", ErrConflict, m.ServerID, m.ToHost)
+		}
+	}
+	at := c.At.UTC()
+	for _, m := range c.Moves {
+		s := st.servers[m.ServerID]
+		s.OwnerReason = fmt.Sprintf("%s: from %s at epoch %d", c.Reason, s.Host, s.Epoch)
+		s.Host, s.Epoch, s.EpochIndex, s.OwnerSince = m.ToHost, s.Epoch+1, st.index, at
+		s.UpdatedAt = at
+		st.servers[s.ID] = s
+	}
+	return len(c.Moves), nil
+}
