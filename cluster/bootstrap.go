@@ -10,15 +10,26 @@ import (
 // joinLoop contacts the --join addresses until one answers, then keeps
 // quiet: memberlist takes over from there.
 func (n *Node) joinLoop() {
+	// Every peer may list all peers, itself included: contacting itself
+	// would count as a successful join and leave it alone.
+	var addrs []string
+	for _, a := range n.cfg.Join {
+		if a != n.gossip.Addr() {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return
+	}
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		k, err := n.gossip.join(n.cfg.Join)
+		k, err := n.gossip.join(addrs)
 		if err == nil || k > 0 {
-			n.log.Info("joined gossip", "contacted", k, "via", n.cfg.Join)
+			n.log.Info("joined gossip", "contacted", k, "via", addrs)
 			return
 		}
 		if attempt == 1 || attempt%10 == 0 {
-			n.log.Warn("cannot join gossip yet; retrying", "join", n.cfg.Join, "attempt", attempt, "err", err)
+			n.log.Warn("cannot join gossip yet; retrying", "join", addrs, "attempt", attempt, "err", err)
 		}
 		select {
 		case <-n.ctx.Done():

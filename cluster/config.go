@@ -81,6 +81,15 @@ type Config struct {
 	// DeadGrace is how long a member may be missing from gossip after this
 	// peer became leader before its host is marked down.
 	DeadGrace time.Duration
+	// DownGrace is how long a host must stay dead in gossip before the
+	// leader commits it down (the second stage of failure detection).
+	DownGrace time.Duration
+	// UpGrace is how long a returning host must stay alive before it is
+	// marked up again (hysteresis against flapping).
+	UpGrace time.Duration
+	// FreezeFraction: when more than this share of the up hosts is lost at
+	// once, the leader freezes failover instead of reassigning.
+	FreezeFraction float64
 
 	// PeerToken authenticates forwarded requests between peers.
 	PeerToken string
@@ -152,6 +161,15 @@ func (c *Config) setDefaults() {
 	if c.DeadGrace == 0 {
 		c.DeadGrace = 10 * time.Second
 	}
+	if c.DownGrace == 0 {
+		c.DownGrace = 1500 * time.Millisecond
+	}
+	if c.UpGrace == 0 {
+		c.UpGrace = time.Second
+	}
+	if c.FreezeFraction == 0 {
+		c.FreezeFraction = 0.5
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -200,6 +218,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Raft.ElectionTimeout < c.Raft.HeartbeatTimeout {
 		errs = append(errs, fmt.Errorf("raft election timeout %s must be at least the heartbeat timeout %s", c.Raft.ElectionTimeout, c.Raft.HeartbeatTimeout))
+	}
+	if c.FreezeFraction <= 0 || c.FreezeFraction > 1 {
+		errs = append(errs, fmt.Errorf("failover freeze fraction %v must be in (0, 1]", c.FreezeFraction))
 	}
 	if c.Gossip.ProbeTimeout > c.Gossip.ProbeInterval {
 		errs = append(errs, fmt.Errorf("gossip probe timeout %s must not exceed the probe interval %s", c.Gossip.ProbeTimeout, c.Gossip.ProbeInterval))

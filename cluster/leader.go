@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/corral-dev/corral/fsm"
 )
 
 // leadershipLoop starts the leader loop when this peer wins an election
@@ -67,12 +65,14 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		}
 	}
 	n.readyTerm.Store(term)
-	since := time.Now()
+	// Every failure timer starts afresh with this leadership: nobody is
+	// judged on another leader's clock.
+	fo := newFailover(time.Now())
 	n.log.Info("leader ready", "term", term)
 	tick := time.NewTicker(n.cfg.ReconcileInterval)
 	defer tick.Stop()
 	for {
-		if err := n.reconcile(ctx, since); err != nil && ctx.Err() == nil {
+		if err := n.reconcile(ctx, fo); err != nil && ctx.Err() == nil {
 			n.metrics.reconcileErrs.Inc()
 			n.log.Warn("leader reconcile failed", "err", err)
 		}
@@ -101,13 +101,16 @@ func (n *Node) suffrage() (voters, nonvoters []raft.Server) {
 	return voters, nonvoters
 }
 
-func (n *Node) reconcile(ctx context.Context, leaderSince time.Time) error {
+func (n *Node) reconcile(ctx context.Context, fo *failover) error {
 	members := n.gossip.snapshot()
 	var errs []error
 	if err := n.reconcileRaft(members); err != nil {
 		errs = append(errs, err)
 	}
-	if err := n.reconcileHosts(ctx, members, leaderSince); err != nil {
+	if err := n.reconcileHosts(ctx, members, fo); err != nil {
+		errs = append(errs, err)
+	}
+	if err := n.reconcileOwners(ctx, fo); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -170,59 +173,6 @@ func (n *Node) reconcileRaft(members []memberState) error {
 				} else {
 					voters++
 				}
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// reconcileHosts keeps the FSM's host list in step with gossip: live
-// members are registered and up, dead members are down, departed ones left.
-// A host the leader has never heard of in gossip is marked down only after
-// DeadGrace, so a new leader does not judge peers before gossip converged.
-func (n *Node) reconcileHosts(ctx context.Context, members []memberState, leaderSince time.Time) error {
-	var errs []error
-	seen := map[string]bool{}
-	for _, m := range members {
-		seen[m.Name] = true
-		h, err := n.store.Host(m.Name)
-		known := err == nil
-		var cmd fsm.Command
-		switch m.Status {
-		case MemberAlive:
-			if m.Meta.RaftAddr == "" {
-				continue
-			}
-			if !known || h.Status != fsm.HostUp || h.RaftAddr != m.Meta.RaftAddr ||
-				h.APIAddr != m.Meta.APIAddr || h.GossipAddr != m.Addr || h.Kind != m.Meta.Kind {
-				cmd = &fsm.RegisterHost{Name: m.Name, RaftAddr: m.Meta.RaftAddr, APIAddr: m.Meta.APIAddr,
-					GossipAddr: m.Addr, Kind: m.Meta.Kind}
-			}
-		case MemberDead:
-			if known && h.Status == fsm.HostUp {
-				cmd = &fsm.SetHostStatus{Name: m.Name, Status: fsm.HostDown}
-			}
-		case MemberLeft:
-			if known && h.Status != fsm.HostLeft {
-				cmd = &fsm.SetHostStatus{Name: m.Name, Status: fsm.HostLeft}
-			}
-		}
-		if cmd == nil {
-			continue
-		}
-		n.log.Info("updating host from gossip", "host", m.Name, "gossip_status", m.Status, "command", cmd.Type().String())
-		if _, err := n.applyLocal(ctx, cmd); err != nil {
-			errs = append(errs, fmt.Errorf("host %s: %w", m.Name, err))
-		}
-	}
-	if time.Since(leaderSince) >= n.cfg.DeadGrace {
-		for _, h := range n.store.Hosts() {
-			if seen[h.Name] || h.Status != fsm.HostUp {
-				continue
-			}
-			n.log.Warn("host unknown to gossip since this peer became leader; marking it down", "host", h.Name)
-			if _, err := n.applyLocal(ctx, &fsm.SetHostStatus{Name: h.Name, Status: fsm.HostDown}); err != nil {
-				errs = append(errs, fmt.Errorf("host %s: %w", h.Name, err))
 			}
 		}
 	}

@@ -13,6 +13,11 @@ type metrics struct {
 	restores       prometheus.Counter
 	leaderChanges  prometheus.Counter
 	reconcileErrs  prometheus.Counter
+	detect         prometheus.Histogram
+	plan           prometheus.Histogram
+	reassigned     prometheus.Counter
+	freezes        prometheus.Counter
+	frozen         prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -48,7 +53,24 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 			Help: "Failed leader reconcile steps (gossip into raft and the host list).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.applyLatency, m.proposeLatency, m.forwardedWrite,
+	m.detect = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "corral_failover_detect_seconds", Help: "From a host's death nominated by gossip to HostDown committed (leader).",
+		Buckets: prometheus.ExponentialBuckets(0.1, 1.5, 14),
+	})
+	m.plan = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "corral_failover_plan_seconds", Help: "From HostDown committed to the reassignment plan committed (leader).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	})
+	m.reassigned = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_reassignments_total", Help: "Servers given a new owner by this peer as leader.",
+	})
+	m.freezes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_failover_freezes_total", Help: "Times failover froze because too many hosts were lost at once.",
+	})
+	m.frozen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "corral_failover_frozen", Help: "1 while failover is frozen on this leader.",
+	})
+	for _, c := range []prometheus.Collector{m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
 		m.forwardedRead, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -85,6 +85,7 @@ type Cluster struct {
 type Options struct {
 	BaseIP    int      // last octet of the first peer (default 2 → 127.0.0.2)
 	ExtraArgs []string // flags for every agent
+	Env       []string // KEY=VALUE environment of every agent
 }
 
 // Start launches n agents bootstrapped with --bootstrap-expect n.
@@ -99,12 +100,17 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 		ip := fmt.Sprintf("127.0.0.%d", opts.BaseIP+i)
 		a := &Agent{Name: fmt.Sprintf("peer%d", i+1), IP: ip, c: c,
 			HTTPPort: freePort(t, ip), RaftPort: freePort(t, ip), GossipPort: freePort(t, ip),
-			Args: append([]string{"--bootstrap-expect", strconv.Itoa(n)}, opts.ExtraArgs...)}
+			Args: append([]string{"--bootstrap-expect", strconv.Itoa(n)}, opts.ExtraArgs...),
+			Env:  append([]string(nil), opts.Env...)}
 		a.DataDir = filepath.Join(c.Dir, a.Name)
-		if i > 0 {
-			a.Args = append(a.Args, "--join", c.Agents[0].GossipAddr())
-		}
 		c.Agents = append(c.Agents, a)
+	}
+	// Every agent lists every peer, as the deploy examples do, so a
+	// restarted agent finds the others whichever it is.
+	for _, a := range c.Agents {
+		for _, o := range c.Agents {
+			a.Args = append(a.Args, "--join", o.GossipAddr())
+		}
 	}
 	for _, a := range c.Agents {
 		a.Start()

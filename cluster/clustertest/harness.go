@@ -49,7 +49,6 @@ type Harness struct {
 	mu          sync.Mutex
 	peers       map[string]*Peer
 	partitioned map[string]bool
-	seed        string // gossip address to join
 }
 
 // Start runs n peers p1..pn bootstrapped with --bootstrap-expect n.
@@ -96,8 +95,10 @@ func (h *Harness) start(p *Peer, expect int) {
 		}
 	}
 	var join []string
-	if h.seed != "" {
-		join = []string{h.seed}
+	for _, o := range h.peers {
+		if o != p && o.Node != nil {
+			join = append(join, o.Node.GossipAddr())
+		}
 	}
 	h.mu.Unlock()
 	p.Registry = prometheus.NewRegistry()
@@ -130,9 +131,6 @@ func (h *Harness) start(p *Peer, expect int) {
 	p.Node = n
 	h.mu.Lock()
 	h.peers[p.Name] = p
-	if h.seed == "" {
-		h.seed = n.GossipAddr()
-	}
 	h.mu.Unlock()
 }
 
