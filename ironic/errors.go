@@ -39,7 +39,7 @@ var (
 type Error struct {
 	Call   string // client method, e.g. "CreateAllocation"
 	Method string // HTTP method of the failed request ("" when no request was sent)
-	URL    string
+	URL    string // the full request URL; Error() leaves out its query
 	Status int    // HTTP status; 0 when no response was received
 	Fault  string // Ironic's faultstring (or the raw body)
 	Kind   error  // one of the sentinels above, or nil
@@ -51,7 +51,8 @@ func (e *Error) Error() string {
 	b.WriteString("ironic ")
 	b.WriteString(e.Call)
 	if e.Method != "" {
-		fmt.Fprintf(&b, " (%s %s)", e.Method, e.URL)
+		u, _, _ := strings.Cut(e.URL, "?")
+		fmt.Fprintf(&b, " (%s %s)", e.Method, u)
 	}
 	b.WriteString(": ")
 	if e.Status != 0 {
@@ -144,7 +145,7 @@ func isLockedFault(fault string) bool {
 	return strings.Contains(fault, "is locked by host")
 }
 
-// classify turns the error of one request into an *Error with its sentinel.
+// classifyError turns the error of one request into an *Error with its sentinel.
 func classifyError(call string, err error) *Error {
 	e := &Error{Call: call, Err: err}
 	var g gophercloud.ErrUnexpectedResponseCode
@@ -190,7 +191,7 @@ func kindOf(status int, fault string) error {
 	return nil
 }
 
-// transient reports whether an idempotent request that failed with err may be retried.
+// isTransient reports whether an idempotent request that failed with err may be retried.
 func isTransient(e *Error) bool {
 	if errors.Is(e.Err, context.Canceled) {
 		return false

@@ -228,7 +228,7 @@ func (c *Client) do(ctx context.Context, call string, idempotent bool, fn func(c
 		var delay time.Duration
 		switch {
 		case e.Kind == ErrNodeLocked && locked < c.opts.LockedRetries:
-			delay = min(lockedBackoffStart<<locked, lockedBackoffMax)
+			delay = min(lockedBackoffStart<<min(locked, 8), lockedBackoffMax)
 			locked++
 		case idempotent && isTransient(e) && flaky < transientRetries:
 			delay = transientBackoffStart << flaky
@@ -258,7 +258,7 @@ func errorCode(e *Error) string {
 	return "decode"
 }
 
-// sleep waits for d or until ctx is done.
+// sleepCtx waits for d or until ctx is done.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -307,7 +307,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return &metrics{dur: dur, errs: errs}, nil
 }
 
-// register registers col, or returns the collector of the same type registered before.
+// registerCollector registers col, or returns the collector of the same type registered before.
 func registerCollector[T prometheus.Collector](reg prometheus.Registerer, col T) (T, error) {
 	err := reg.Register(col)
 	if err == nil {

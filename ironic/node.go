@@ -31,7 +31,7 @@ type Node struct {
 	InstanceInfo map[string]string
 }
 
-// nodeFields are the fields requested on lists, with the microversion that introduced each.
+// nodeFields are the fields requested for one node, with the microversion that introduced each.
 var nodeFields = []struct {
 	name  string
 	minor int
@@ -146,7 +146,7 @@ func ParseCapabilities(s string) map[string]string {
 	return out
 }
 
-// fieldsParam is the fields= value for lists at the negotiated version.
+// fieldsParam is the fields= value of GetNode at the negotiated version.
 func (c *Client) fieldsParam() string {
 	var fs []string
 	for _, f := range nodeFields {
@@ -157,14 +157,11 @@ func (c *Client) fieldsParam() string {
 	return strings.Join(fs, ",")
 }
 
-// ListNodes returns every node, following Ironic's pagination.
+// ListNodes returns every node, following Ironic's pagination. It reads /v1/nodes/detail:
+// Ironic cannot select allocation_uuid with ?fields= on a list (HTTP 500).
 func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
 	q := url.Values{"limit": {strconv.Itoa(c.opts.pageSize)}}
 	base := c.sc.ServiceURL("nodes", "detail")
-	if c.minor >= mvFields {
-		base = c.sc.ServiceURL("nodes")
-		q.Set("fields", c.fieldsParam())
-	}
 	var out []Node
 	seen := map[string]bool{}
 	for {

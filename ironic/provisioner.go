@@ -218,10 +218,14 @@ func (c *Client) poll(ctx context.Context, call string, check func() (done bool,
 	t := time.NewTicker(c.opts.PollInterval)
 	defer t.Stop()
 	start := time.Now()
+	var seen string
 	for {
 		done, last, err := check()
 		if done {
 			return nil
+		}
+		if last != "" {
+			seen = last
 		}
 		if err != nil && !retryableWhilePolling(err) {
 			return err
@@ -229,8 +233,8 @@ func (c *Client) poll(ctx context.Context, call string, check func() (done bool,
 		select {
 		case <-ctx.Done():
 			msg := "gave up after " + strconv.FormatFloat(time.Since(start).Seconds(), 'f', 1, 64) + "s"
-			if last != "" {
-				msg += ", last seen " + last
+			if seen != "" {
+				msg += ", last seen " + seen
 			}
 			if err != nil {
 				msg += ", last error: " + err.Error()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -97,6 +98,9 @@ func pvPrefix(t *testing.T) string {
 func pvClient(t *testing.T, url string, opts Options) *Client {
 	t.Helper()
 	opts.URL = url
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := New(ctx, opts)
