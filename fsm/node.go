@@ -118,7 +118,11 @@ func loadNodeRecord(st *state, body []byte) error {
 // NormalizeResourceClass spells an Ironic resource class the way
 // Placement does: upper case, every character outside [A-Z0-9_] replaced
 // by '_', with the CUSTOM_ prefix ("baremetal-gold" → "CUSTOM_BAREMETAL_GOLD").
+// An empty class stays empty; the mapping is idempotent.
 func NormalizeResourceClass(raw string) string {
+	if raw == "" {
+		return ""
+	}
 	b := []byte(strings.ToUpper(raw))
 	for i, c := range b {
 		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {

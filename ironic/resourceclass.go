@@ -3,35 +3,14 @@ package ironic
 import (
 	"slices"
 	"strings"
+
+	"github.com/corral-dev/corral/fsm"
 )
 
-// customPrefix is Placement's namespace for custom resource classes.
-const customPrefix = "CUSTOM_"
-
-// NormalizeResourceClass maps an Ironic node's resource class to its Placement custom resource
-// class, as Nova does: upper-case, every character outside [A-Z0-9_] replaced by '_', and the
-// "CUSTOM_" prefix added unless already present ("baremetal-gold" -> "CUSTOM_BAREMETAL_GOLD").
-// An empty class stays empty. The mapping is idempotent.
-func NormalizeResourceClass(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	up := strings.ToUpper(raw)
-	var b strings.Builder
-	b.Grow(len(customPrefix) + len(up))
-	for _, r := range up {
-		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	s := b.String()
-	if strings.HasPrefix(s, customPrefix) {
-		return s
-	}
-	return customPrefix + s
-}
+// NormalizeResourceClass maps an Ironic node's resource class to its
+// Placement custom resource class, as Nova does (see
+// fsm.NormalizeResourceClass, the one implementation).
+func NormalizeResourceClass(raw string) string { return fsm.NormalizeResourceClass(raw) }
 
 // RawClassFor returns the raw Ironic resource class of the first node, in UUID order, whose
 // normalized class equals custom (itself normalized first, so a raw class works too). Ironic
