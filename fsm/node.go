@@ -123,13 +123,15 @@ func NormalizeResourceClass(raw string) string {
 	if raw == "" {
 		return ""
 	}
-	b := []byte(strings.ToUpper(raw))
-	for i, c := range b {
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			b[i] = '_'
+	var b strings.Builder
+	for _, r := range strings.ToUpper(raw) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_') // one per character, not per byte
 		}
 	}
-	s := string(b)
+	s := b.String()
 	if !strings.HasPrefix(s, "CUSTOM_") {
 		s = "CUSTOM_" + s
 	}
