@@ -145,6 +145,19 @@ func (d *Driver) reserve(ctx context.Context, s fsm.Server) error {
 	if d.mode == ReserveAllocations {
 		return d.reserveByAllocation(ctx, s, raw, nodes)
 	}
+	if s.TaskState == fsm.TaskReserving {
+		// An earlier attempt, maybe by a previous owner, may have claimed a
+		// node the mirror does not show yet: ask Ironic before claiming.
+		all, err := d.ir.ListNodes(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range all {
+			if n.InstanceUUID == s.ID {
+				return d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
+			}
+		}
+	}
 	return d.reserveByInstanceUUID(ctx, s, nodes)
 }
 

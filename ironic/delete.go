@@ -10,6 +10,11 @@ import (
 // delete undeploys the server's node, makes sure Ironic holds nothing for
 // it any more, releases the reservation and marks the server DELETED.
 func (d *Driver) delete(ctx context.Context, s fsm.Server) error {
+	// The intent, committed at our epoch, fences what follows: a host that
+	// lost the server fails here, before touching Ironic.
+	if err := d.setTask(ctx, s, "", fsm.TaskDeleting, nil); err != nil {
+		return err
+	}
 	if s.NodeUUID != "" {
 		if err := d.undeploy(ctx, s); err != nil {
 			return err

@@ -69,9 +69,16 @@ type Driver struct {
 	m    *driverMetrics
 
 	mu      sync.Mutex
-	running map[string]bool
+	running map[string]*worker
+	seen    map[string]uint64 // server → the owner epoch this driver last saw it at
 	sem     chan struct{}
 	wg      sync.WaitGroup
+}
+
+// worker is one server's goroutine, bound to the epoch it started at.
+type worker struct {
+	epoch  uint64
+	cancel context.CancelFunc
 }
 
 // NewDriver returns a driver for the host c.Name().
@@ -93,7 +100,7 @@ func NewDriver(cfg DriverConfig, c Cluster, ir Ironic) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, c: c, ir: ir, log: cfg.Logger.With("component", "driver", "host", c.Name()),
-		mode: mode, running: map[string]bool{}, sem: make(chan struct{}, cfg.Workers)}
+		mode: mode, running: map[string]*worker{}, seen: map[string]uint64{}, sem: make(chan struct{}, cfg.Workers)}
 	if d.m, err = newDriverMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -146,22 +153,52 @@ func needsWork(s fsm.Server) bool {
 	return s.Status == fsm.StatusBuild || s.TaskState == fsm.TaskDeleting
 }
 
+// scan starts a worker for every owned server needing work, and cancels
+// at once the workers of servers the log has given to another owner or
+// epoch: a host that learns it lost a server stops touching it.
 func (d *Driver) scan(ctx context.Context) {
-	for _, s := range d.c.Store().OwnedBy(d.c.Name()) {
+	store := d.c.Store()
+	d.mu.Lock()
+	for id, w := range d.running {
+		s, err := store.Server(id)
+		if err != nil || s.Host != d.c.Name() || s.Epoch != w.epoch {
+			w.cancel()
+			d.m.fenced.Inc()
+			d.log.Warn("server lost to another owner; its worker stops now", "server", id, "epoch", w.epoch, "owner", s.Host, "owner_epoch", s.Epoch)
+			delete(d.running, id)
+		}
+	}
+	d.mu.Unlock()
+	for _, s := range store.OwnedBy(d.c.Name()) {
+		d.noteOwnership(s)
 		if !needsWork(s) {
 			continue
 		}
 		d.mu.Lock()
-		busy := d.running[s.ID]
+		_, busy := d.running[s.ID]
 		if !busy {
-			d.running[s.ID] = true
+			wctx, cancel := context.WithCancel(ctx)
+			w := &worker{epoch: s.Epoch, cancel: cancel}
+			d.running[s.ID] = w
+			d.wg.Add(1)
+			go d.work(wctx, s.ID, w)
 		}
 		d.mu.Unlock()
-		if busy {
-			continue
-		}
-		d.wg.Add(1)
-		go d.work(ctx, s.ID)
+	}
+}
+
+// noteOwnership records when this host first sees a server it took over,
+// measuring plan commit → new owner aware.
+func (d *Driver) noteOwnership(s fsm.Server) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.seen[s.ID] == s.Epoch {
+		return
+	}
+	d.seen[s.ID] = s.Epoch
+	if s.Epoch > 1 && !s.OwnerSince.IsZero() {
+		d.m.takeover.Observe(time.Since(s.OwnerSince).Seconds())
+		d.log.Info("took over server", "server", s.ID, "epoch", s.Epoch, "reason", s.OwnerReason, "status", s.Status, "task", s.TaskState)
 	}
 }
 
@@ -180,11 +217,14 @@ func permanent(format string, args ...any) error {
 // work drives one server until it needs nothing more, retrying transient
 // failures with backoff. Each attempt re-reads the committed state, so a
 // delete requested during a build takes over, and a lost server stops it.
-func (d *Driver) work(ctx context.Context, id string) {
+func (d *Driver) work(ctx context.Context, id string, w *worker) {
 	defer d.wg.Done()
 	defer func() {
+		w.cancel()
 		d.mu.Lock()
-		delete(d.running, id)
+		if d.running[id] == w {
+			delete(d.running, id)
+		}
 		d.mu.Unlock()
 	}()
 	select {
@@ -197,7 +237,7 @@ func (d *Driver) work(ctx context.Context, id string) {
 	backoff := 500 * time.Millisecond
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		s, err := d.c.Store().Server(id)
-		if err != nil || s.Host != d.c.Name() || !needsWork(s) {
+		if err != nil || s.Host != d.c.Name() || s.Epoch != w.epoch || !needsWork(s) {
 			return
 		}
 		if s.TaskState == fsm.TaskDeleting {
@@ -209,6 +249,8 @@ func (d *Driver) work(ctx context.Context, id string) {
 		switch {
 		case err == nil, errors.Is(err, errStop):
 			return
+		case ctx.Err() != nil:
+			return // cancelled: the server moved or the host stops
 		case errors.Is(err, fsm.ErrFenced):
 			d.m.fenced.Inc()
 			d.log.Warn("server lost to another owner; stopping", "server", id, "epoch", s.Epoch, "err", err)

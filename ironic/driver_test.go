@@ -19,10 +19,12 @@ import (
 // world is an in-process cluster whose peers run drivers against one
 // simulated Ironic.
 type world struct {
-	t   *testing.T
-	h   *clustertest.Harness
-	sim *sim.Server
-	url string
+	t       *testing.T
+	h       *clustertest.Harness
+	sim     *sim.Server
+	url     string
+	drivers map[string]context.CancelFunc // peer → stops its driver and sync
+	done    map[string]chan struct{}
 }
 
 func newWorld(t *testing.T, peers int, reservation string, opts sim.Options) *world {
@@ -30,18 +32,18 @@ func newWorld(t *testing.T, peers int, reservation string, opts sim.Options) *wo
 	s := sim.New(opts)
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() { ts.Close(); s.Close() })
-	w := &world{t: t, sim: s, url: ts.URL}
+	w := &world{t: t, sim: s, url: ts.URL, drivers: map[string]context.CancelFunc{}, done: map[string]chan struct{}{}}
 	w.h = clustertest.Start(t, peers, clustertest.Options{})
 	w.h.Leader(10 * time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, peers)
 	t.Cleanup(func() {
-		cancel()
-		for range peers {
-			<-done
+		for name := range w.drivers {
+			w.stopDriver(name)
 		}
 	})
 	for _, p := range w.h.Running() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		w.drivers[p.Name], w.done[p.Name] = cancel, done
 		c, err := ironic.New(ctx, ironic.Options{URL: ts.URL})
 		if err != nil {
 			t.Fatal(err)
@@ -55,12 +57,27 @@ func newWorld(t *testing.T, peers int, reservation string, opts sim.Options) *wo
 			t.Fatal(err)
 		}
 		go func() {
+			defer close(done)
 			go ns.Run(ctx)
 			d.Run(ctx)
-			done <- struct{}{}
 		}()
 	}
 	return w
+}
+
+// stopDriver stops a peer's driver and node sync and waits for them.
+func (w *world) stopDriver(name string) {
+	if cancel, ok := w.drivers[name]; ok {
+		cancel()
+		<-w.done[name]
+		delete(w.drivers, name)
+	}
+}
+
+// kill stops a peer like SIGKILL would: its driver, then its node.
+func (w *world) kill(name string) {
+	w.stopDriver(name)
+	w.h.Kill(name)
 }
 
 func (w *world) leader() *clustertest.Peer { return w.h.Leader(10 * time.Second) }
@@ -271,4 +288,68 @@ func TestDeleteDuringBuildWins(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A host killed while its servers deploy: the leader confirms the death,
+// commits a plan, and the new owners finish the deploys, with one
+// allocation each and the same nodes.
+func TestFailoverMidDeploy(t *testing.T) {
+	w := newWorld(t, 3, ironic.ReserveAuto, sim.Options{DeployDelay: 3 * time.Second})
+	w.sim.SeedNodes(6, "baremetal-gold")
+	w.waitMirror(6)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	var ids []string
+	for range 6 {
+		ids = append(ids, w.boot("gold"))
+	}
+	leader := w.leader().Name
+	var victim string
+	var victims []string
+	clustertest.Eventually(t, 10*time.Second, func() error {
+		victims = nil
+		for _, id := range ids {
+			s, _ := w.leader().Node.Store().Server(id)
+			if s.Host != leader && victim == "" {
+				victim = s.Host
+			}
+			if s.Host == victim {
+				if s.TaskState != fsm.TaskSpawning {
+					return fmt.Errorf("server %s on %s is %s/%s, not yet deploying", id, s.Host, s.Status, s.TaskState)
+				}
+				victims = append(victims, id)
+			}
+		}
+		if len(victims) == 0 {
+			return fmt.Errorf("no server on a follower yet")
+		}
+		return nil
+	})
+	nodes := map[string]string{}
+	for _, id := range victims {
+		s, _ := w.leader().Node.Store().Server(id)
+		nodes[id] = s.NodeUUID
+	}
+	w.kill(victim)
+	for _, id := range victims {
+		s := w.waitStatus(id, fsm.StatusActive)
+		if s.Host == victim || s.Epoch != 2 || s.NodeUUID != nodes[id] {
+			t.Fatalf("after failover: host %s epoch %d node %s (was %s)", s.Host, s.Epoch, s.NodeUUID, nodes[id])
+		}
+	}
+	allocs := map[string]int{}
+	for _, st := range w.sim.Nodes() {
+		if st.AllocationUUID != "" {
+			allocs[st.InstanceUUID]++
+		}
+	}
+	for _, id := range ids {
+		w.waitStatus(id, fsm.StatusActive)
+		if allocs[id] != 1 {
+			t.Fatalf("server %s has %d allocations in Ironic", id, allocs[id])
+		}
+	}
+	h, _ := w.leader().Node.Store().Host(victim)
+	if h.Status != fsm.HostDown {
+		t.Fatalf("victim host is %s", h.Status)
+	}
 }

@@ -7,6 +7,7 @@ type driverMetrics struct {
 	buildTime prometheus.Histogram
 	deletes   prometheus.Counter
 	fenced    prometheus.Counter
+	takeover  prometheus.Histogram
 }
 
 func newDriverMetrics(reg prometheus.Registerer) (*driverMetrics, error) {
@@ -24,11 +25,15 @@ func newDriverMetrics(reg prometheus.Registerer) (*driverMetrics, error) {
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_fenced_operations_total", Help: "Operations this host stopped because the log gave the server to another owner or epoch.",
 		}),
+		takeover: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "corral_takeover_seconds", Help: "From a reassignment plan committed to the new owner acting on the server.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.builds, m.buildTime, m.deletes, m.fenced} {
+	for _, c := range []prometheus.Collector{m.builds, m.buildTime, m.deletes, m.fenced, m.takeover} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
