@@ -116,6 +116,7 @@ func (s *Server) routes() {
 	e.GET("/v1/nodes", s.listNodes)
 	e.GET("/v1/reservations", s.listReservations)
 	e.POST("/v1/agent/leave", s.leave)
+	s.ownershipRoutes(e)
 	e.POST(cluster.ForwardApplyPath, s.forwardApply)
 	e.GET(cluster.ForwardReadIndexPath, s.forwardReadIndex)
 

@@ -111,7 +111,7 @@ func (s *Server) createServer(c echo.Context) error {
 		return err
 	}
 	id := uuid.NewString()
-	cmd := &fsm.CreateServer{ID: id, Name: in.Name, FlavorID: flavorID, ImageRef: path.Base(in.ImageRef),
+	cmd := &fsm.CreateServer{ID: id, Name: in.Name, FlavorID: flavorID, ImageRef: in.ImageRef,
 		Networks: nets, Metadata: in.Metadata}
 	if err := s.propose(c, cmd); err != nil {
 		return err

@@ -219,8 +219,8 @@ func (c *Config) Validate() error {
 	if c.Raft.ElectionTimeout < c.Raft.HeartbeatTimeout {
 		errs = append(errs, fmt.Errorf("raft election timeout %s must be at least the heartbeat timeout %s", c.Raft.ElectionTimeout, c.Raft.HeartbeatTimeout))
 	}
-	if c.FreezeFraction <= 0 || c.FreezeFraction > 1 {
-		errs = append(errs, fmt.Errorf("failover freeze fraction %v must be in (0, 1]", c.FreezeFraction))
+	if c.FreezeFraction < 0 || c.FreezeFraction > 1 {
+		errs = append(errs, fmt.Errorf("failover freeze fraction %v must be in (0, 1] (0 means the default, 0.5)", c.FreezeFraction))
 	}
 	if c.Gossip.ProbeTimeout > c.Gossip.ProbeInterval {
 		errs = append(errs, fmt.Errorf("gossip probe timeout %s must not exceed the probe interval %s", c.Gossip.ProbeTimeout, c.Gossip.ProbeInterval))

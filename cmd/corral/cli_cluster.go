@@ -59,6 +59,9 @@ func newRaftCmd(o *cliOpts) *cobra.Command {
 
 func newHostCmd(o *cliOpts) *cobra.Command {
 	c := &cobra.Command{Use: "host", Short: "Compute host commands"}
+	c.AddCommand(hostActionCmd(o, "drain", "Stop placing servers on a host and move its servers away"),
+		hostActionCmd(o, "undrain", "Let a drained host take servers again"),
+		hostActionCmd(o, "force-down", "Mark a host known to be dead down now; its servers move"))
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List compute hosts",

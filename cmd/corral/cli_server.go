@@ -61,7 +61,8 @@ func (o *cliOpts) serverDo(ctx context.Context, method, path string, in, out any
 
 func newServerCmd(o *cliOpts) *cobra.Command {
 	c := &cobra.Command{Use: "server", Short: "Server commands (Nova-compatible bare-metal servers)"}
-	c.AddCommand(newServerCreateCmd(o), newServerListCmd(o), newServerShowCmd(o), newServerDeleteCmd(o))
+	c.AddCommand(newServerCreateCmd(o), newServerListCmd(o), newServerShowCmd(o), newServerDeleteCmd(o),
+		newServerOwnerCmd(o), newServerMoveCmd(o))
 	return c
 }
 

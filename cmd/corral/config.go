@@ -46,6 +46,14 @@ type agentConfig struct {
 	ReaderTokens     []string
 	PeerToken        string
 	Ironic           ironicConfig
+	Failover         failoverConfig
+}
+
+// failoverConfig is the [failover] section.
+type failoverConfig struct {
+	DownGrace      time.Duration
+	UpGrace        time.Duration
+	FreezeFraction float64
 }
 
 // ironicConfig is the [ironic] section.
@@ -67,6 +75,7 @@ func defaultAgentConfig() agentConfig {
 		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
 		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, RequestTimeout: 30 * time.Second,
 			DeployTimeout: 30 * time.Minute, Workers: 8, MaxVersion: "1.82"},
+		Failover: failoverConfig{DownGrace: 1500 * time.Millisecond, UpGrace: time.Second, FreezeFraction: 0.5},
 	}
 }
 
@@ -117,6 +126,17 @@ func duration(p func(c *agentConfig) *time.Duration) func(*agentConfig, string) 
 			return fmt.Errorf("%q must be positive", v)
 		}
 		*p(c) = d
+		return nil
+	}
+}
+
+func fraction(p func(c *agentConfig) *float64) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f <= 0 || f > 1 {
+			return fmt.Errorf("%q is not a number in (0, 1]", v)
+		}
+		*p(c) = f
 		return nil
 	}
 }
@@ -180,6 +200,9 @@ var options = []option{
 	{section: "ironic", key: "deploy_timeout", usage: "how long a deploy or undeploy may take", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.DeployTimeout })},
 	{section: "ironic", key: "workers", usage: "servers this host builds or deletes at once", set: integer(func(c *agentConfig) *int { return &c.Ironic.Workers }, 1, 1000)},
 	{section: "ironic", key: "max_version", usage: "highest Ironic microversion to use", set: str(func(c *agentConfig) *string { return &c.Ironic.MaxVersion })},
+	{section: "failover", key: "down_grace", usage: "how long a host must be dead in gossip before the leader marks it down", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.DownGrace })},
+	{section: "failover", key: "up_grace", usage: "how long a returning host must stay alive before it is up again", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.UpGrace })},
+	{section: "failover", key: "freeze_fraction", usage: "freeze failover when more than this share of up hosts is lost at once", set: fraction(func(c *agentConfig) *float64 { return &c.Failover.FreezeFraction })},
 	{section: "auth", key: "peer_token", usage: "token peers use to forward to the leader (default: the first admin token)", set: str(func(c *agentConfig) *string { return &c.PeerToken })},
 }
 
@@ -406,5 +429,6 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		Name: c.Name, DataDir: c.DataDir, BindAddr: c.Bind, RaftPort: c.RaftPort, GossipPort: c.GossipPort,
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
 		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
+		DownGrace: c.Failover.DownGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
 	}
 }

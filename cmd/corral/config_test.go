@@ -226,7 +226,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "unknown key in a one-key section", file: "[api]\nlisten = x\n", env: ok,
 			want: []string{"unknown option [api] listen", "known keys in [api]: port)"}, not: []string{"did you mean"}},
 		{name: "unknown section", file: "[gosip]\nport = 7000\n", env: ok,
-			want: []string{"unknown option [gosip] port", "[gosip] is not a section", "known sections: DEFAULT, api, auth, gossip, "}},
+			want: []string{"unknown option [gosip] port", "[gosip] is not a section", "known sections: DEFAULT, api, auth, failover, gossip, "}},
 		{name: "section names are case-sensitive", file: "[Raft]\nport = 7000\n", env: ok,
 			want: []string{"[Raft] is not a section"}},
 		{name: "bad duration", file: "[raft]\nheartbeat_timeout = 5\n", env: ok,
@@ -370,6 +370,11 @@ request_timeout = 20s
 deploy_timeout = 45m
 workers = 16
 max_version = 1.80
+
+[failover]
+down_grace = 3s
+up_grace = 2s
+freeze_fraction = 0.4
 `
 
 func TestConfigFullExample(t *testing.T) {
@@ -392,6 +397,7 @@ func TestConfigFullExample(t *testing.T) {
 		PeerToken:    "peer-secret-00001",
 		Ironic: ironicConfig{URL: "http://10.1.2.10:6385", Reservation: "allocations", SyncInterval: 10 * time.Second,
 			RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80"},
+		Failover: failoverConfig{DownGrace: 3 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("full example:\n got %+v\nwant %+v", c, want)
