@@ -53,6 +53,9 @@ type Options struct {
 	// HTTPClient, when set, is the HTTP client used (its Timeout should be zero: RequestTimeout
 	// applies per request).
 	HTTPClient *http.Client
+	// UserAgent, when set, is sent before "corral" in User-Agent (e.g.
+	// "corral-host/compute-1"), so Ironic's logs show which host acted.
+	UserAgent string
 
 	pageSize int // list page size; default defaultPageSize
 }
@@ -108,6 +111,9 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 		sc.HTTPClient = *opts.HTTPClient
 	}
 	sc.UserAgent.Prepend("corral")
+	if opts.UserAgent != "" {
+		sc.UserAgent.Prepend(opts.UserAgent)
+	}
 	c := &Client{opts: opts, root: root, sc: sc, log: opts.Logger.With("component", "ironic")}
 	if c.met, err = newMetrics(opts.Registerer); err != nil {
 		return nil, err

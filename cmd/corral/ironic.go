@@ -20,7 +20,7 @@ func runIronic(ctx context.Context, cfg ironicConfig, node *cluster.Node, reg pr
 	for {
 		var err error
 		client, err = ironic.New(ctx, ironic.Options{URL: cfg.URL, MaxVersion: cfg.MaxVersion,
-			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg})
+			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg, UserAgent: "corral-host/" + node.Name()})
 		if err == nil {
 			break
 		}

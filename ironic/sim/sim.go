@@ -65,15 +65,16 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	closed bool
-	nextID int64
-	nodes  nodeStore
-	ports  portStore
-	allocs allocStore
-	faults []*fault
-	rng    *rand.Rand
-	counts map[string]int // "METHOD path" -> requests
+	mu      sync.Mutex
+	closed  bool
+	nextID  int64
+	nodes   nodeStore
+	ports   portStore
+	allocs  allocStore
+	faults  []*fault
+	rng     *rand.Rand
+	counts  map[string]int // "METHOD path" -> requests
+	writers map[string]int // User-Agent -> mutating requests
 }
 
 type fault struct {
@@ -116,6 +117,7 @@ func New(opts Options) *Server {
 		allocs:   newAllocStore(),
 		rng:      rand.New(rand.NewSource(opts.FaultSeed)),
 		counts:   map[string]int{},
+		writers:  map[string]int{},
 	}
 }
 
@@ -135,6 +137,20 @@ func (s *Server) FailNext(method, pathPrefix string, status, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &fault{method: method, prefix: pathPrefix, status: status, left: n})
+}
+
+// WritesFrom counts the mutating requests (any method but GET and HEAD)
+// whose User-Agent contains userAgentPart: which client acted on Ironic.
+func (s *Server) WritesFrom(userAgentPart string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for ua, c := range s.writers {
+		if strings.Contains(ua, userAgentPart) {
+			n += c
+		}
+	}
+	return n
 }
 
 // Requests counts the requests received (faulted ones included) whose method matches (empty =
@@ -177,6 +193,9 @@ func (s *Server) injectFault(r *http.Request) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[r.Method+" "+r.URL.Path]++
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.writers[r.UserAgent()]++
+	}
 	for i, f := range s.faults {
 		if (f.method == "" || f.method == r.Method) && strings.HasPrefix(r.URL.Path, f.prefix) {
 			f.left--
