@@ -22,6 +22,9 @@ type failover struct {
 	stuck     map[string]bool // hosts whose servers had nowhere to go (logged once)
 }
 
+// freezeWindow is how far back confirmed deaths count towards a mass loss.
+const freezeWindow = 10 * time.Second
+
 func newFailover(since time.Time) *failover {
 	return &failover{since: since, nominated: map[string]time.Time{}, downAt: map[string]time.Time{}, stuck: map[string]bool{}}
 }
@@ -94,6 +97,16 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 	}
 	up := 0
 	for _, h := range n.store.Hosts() {
+		if h.Status == fsm.HostDown {
+			// Deaths confirmed moments ago count as lost "at once" with the
+			// ones still being judged: gossip notices simultaneous deaths a
+			// little apart.
+			if at, ok := fo.downAt[h.Name]; ok && now.Sub(at) < freezeWindow {
+				lost++
+				up++
+			}
+			continue
+		}
 		if h.Status != fsm.HostUp {
 			continue
 		}
@@ -174,7 +187,6 @@ func (n *Node) reconcileOwners(ctx context.Context, fo *failover) error {
 		n.metrics.reassigned.Add(float64(len(cmd.Moves)))
 		if at, ok := fo.downAt[h.Name]; ok {
 			n.metrics.plan.Observe(time.Since(at).Seconds())
-			delete(fo.downAt, h.Name)
 		}
 		n.log.Warn("servers reassigned", "from", h.Name, "reason", reason, "servers", len(cmd.Moves))
 	}
