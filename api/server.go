@@ -115,6 +115,7 @@ func (s *Server) routes() {
 	e.GET("/v1/hosts/:name", s.getHost)
 	e.GET("/v1/nodes", s.listNodes)
 	e.GET("/v1/reservations", s.listReservations)
+	e.GET("/v1/networks", s.listNetworks)
 	e.POST("/v1/agent/leave", s.leave)
 	s.ownershipRoutes(e)
 	e.POST(cluster.ForwardApplyPath, s.forwardApply)

@@ -265,6 +265,11 @@ func (d *Driver) deploy(ctx context.Context, s fsm.Server) error {
 		if _, err := d.reread(s, true); err != nil {
 			return err
 		}
+		for _, vif := range s.VIFs() {
+			if err := d.ir.AttachVIF(ctx, n.UUID, vif); err != nil {
+				return err
+			}
+		}
 		if err := d.ir.Deploy(ctx, n.UUID, spec); err != nil {
 			return err
 		}

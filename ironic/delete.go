@@ -47,6 +47,11 @@ func (d *Driver) undeploy(ctx context.Context, s fsm.Server) error {
 	}
 	ours := n.InstanceUUID == s.ID || (s.AllocationUUID != "" && n.AllocationUUID == s.AllocationUUID)
 	if ours {
+		for _, vif := range s.VIFs() {
+			if err := d.ir.DetachVIF(ctx, n.UUID, vif); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
 		switch n.ProvisionState {
 		case "available", "manageable", "enroll":
 		default:

@@ -27,6 +27,8 @@ type Ironic interface {
 	Deploy(ctx context.Context, nodeID string, spec DeploySpec) error
 	Undeploy(ctx context.Context, nodeID string) error
 	WaitProvisionState(ctx context.Context, nodeID, want string) (Node, error)
+	AttachVIF(ctx context.Context, nodeID, vifID string) error
+	DetachVIF(ctx context.Context, nodeID, vifID string) error
 }
 
 // Cluster is what the driver needs from the peer: the replicated state,

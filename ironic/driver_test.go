@@ -353,3 +353,31 @@ func TestFailoverMidDeploy(t *testing.T) {
 		t.Fatalf("victim host is %s", h.Status)
 	}
 }
+
+func TestDriverAttachesAndDetachesVIFs(t *testing.T) {
+	w := newWorld(t, 1, ironic.ReserveAuto, sim.Options{})
+	w.sim.SeedNodes(1, "baremetal-gold")
+	w.waitMirror(1)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	id := uuid.NewString()
+	nets := []fsm.Network{{UUID: "net-a"}, {UUID: "net-b", Port: "port-b"}}
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "v", FlavorID: "gold", ImageRef: "img", Networks: nets}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatus(id, fsm.StatusActive)
+	want := s.VIFs()
+	if len(want) != 2 || want[1] != "port-b" {
+		t.Fatalf("VIFs %v", want)
+	}
+	node := w.sim.Nodes()[0]
+	if fmt.Sprint(node.VIFs) != fmt.Sprint(want) {
+		t.Fatalf("node VIFs %v, want %v", node.VIFs, want)
+	}
+	if err := w.propose(&fsm.DeleteServer{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus(id, fsm.StatusDeleted)
+	if v := w.sim.Nodes()[0].VIFs; len(v) != 0 {
+		t.Fatalf("VIFs left after delete: %v", v)
+	}
+}

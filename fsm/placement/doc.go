@@ -1,0 +1,83 @@
+// Package placement is corral's resource-provider model: the OpenStack
+// Placement semantics that let virtual machines and bare-metal nodes be
+// scheduled side by side, held as plain in-memory state that a Raft state
+// machine can replicate.
+//
+// # Model
+//
+// A resource provider (an Ironic node, a hypervisor, a NUMA cell, ...) has
+// a UUID, a unique name, an optional parent (providers form trees; the root
+// of a tree has no parent), a set of traits (qualitative facts such as
+// HW_CPU_X86_AVX2 or CUSTOM_RAID) and a set of aggregates (UUIDs grouping
+// providers). It has at most one inventory per resource class, and
+// consumers (servers) hold allocations against those inventories.
+//
+// The capacity of an inventory is Placement's
+//
+//	int((total - reserved) * allocation_ratio)
+//
+// so total 8, reserved 2, ratio 16 gives 96. A single allocation of amount
+// n against it must satisfy min_unit <= n <= max_unit and n % step_size == 0,
+// and the usage of the class after the write must not exceed the capacity.
+//
+// Bare metal follows the Placement convention: each Ironic node provider
+// reports ONE unit of a custom class (CUSTOM_GOLD, ...), so a node is either
+// wholly allocated or free, while hypervisors report VCPU, MEMORY_MB and
+// DISK_GB. Because the classes are disjoint, a VM flavor never lands on a
+// node and a bare-metal flavor never lands on a hypervisor — unless a node
+// also reports the standard classes (the legacy behaviour), in which case
+// it is a candidate for VMs too. Removing such standard inventory fails with
+// ErrInventoryInUse while an instance still holds it; rewriting the
+// instance's allocations to the custom class alone (SetAllocations replaces
+// them) frees it.
+//
+// # Generations
+//
+// Every provider has a generation, 0 at creation, incremented by every
+// change to its name, parent, inventory, traits or aggregates, and by every
+// allocation write that adds, changes or removes allocations against it.
+// Every call that changes a provider takes the generation the caller last
+// saw and fails with ErrConcurrentUpdate if it is not the current one.
+//
+// Consumers have their own generation: a write for a consumer that holds no
+// allocations must pass a nil ConsumerGeneration; the first write creates
+// the consumer at generation 0 and each later write must pass the current
+// generation and increments it. Writing an empty allocation set deletes the
+// consumer, after which it is new again.
+//
+// # Determinism
+//
+// The package is pure: no clock, no randomness, no I/O beyond the reader or
+// writer a caller passes, and no result, error message or encoding depends
+// on map iteration order. Every mutating call either applies completely or
+// returns an error and leaves the store untouched, so applying the same calls
+// in the same order on two stores gives byte-identical snapshots.
+//
+// A Store is not safe for concurrent use by itself: callers serialise
+// writes and may run readers concurrently with each other only.
+//
+// # Candidates
+//
+// Candidates answers Placement's GET /allocation_candidates for requests
+// satisfied by a single provider (a child provider may satisfy a request
+// alone). Providers are indexed by resource class, trait and aggregate; a
+// query walks the smallest of the posting lists that constrain it and
+// checks each provider against the rest, so its cost follows the most
+// selective constraint, not the number of providers. Without a Seed the
+// candidates come in ascending provider UUID order and the walk stops at
+// Limit. With a Seed (typically the consumer UUID) they are ordered by a
+// rendezvous hash of seed and provider UUID, highest first, ties by UUID:
+// still deterministic, but concurrent requests with different seeds are
+// spread over different providers instead of all racing for the lowest
+// UUIDs.
+//
+// # Snapshots
+//
+// WriteTo writes the canonical encoding: a JSON header line
+// {"format":"corral.placement","version":1,"providers":N,"consumers":M},
+// then one JSON line per provider in UUID order, one per consumer in UUID
+// order, and a trailer line {"end":"corral.placement"}. Sets are written
+// sorted and maps with sorted keys, so equal stores encode byte-identically.
+// Usages and indexes are derived state: they are not written, and ReadFrom
+// rebuilds and checks them.
+package placement
