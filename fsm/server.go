@@ -235,7 +235,7 @@ func applySetServerTask(st *state, c *SetServerTask) (any, error) {
 	switch c.Status {
 	case "", StatusBuild, StatusError:
 	case StatusActive:
-		if s.NodeUUID == "" {
+		if s.NodeUUID == "" && st.hosts[s.Host].Kind != KindHypervisor {
 			return nil, fmt.Errorf("%w: server %s cannot become ACTIVE without a reserved node", ErrConflict, c.ID)
 		}
 	case StatusDeleted:

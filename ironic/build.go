@@ -9,44 +9,33 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/plan"
 )
 
-// build takes a BUILD server through reserve → deploy → ACTIVE. Every step
-// first reads what Ironic already has, so a retry or a new owner resumes
-// instead of redoing.
-func (d *Driver) build(ctx context.Context, s fsm.Server, start time.Time) error {
+// Build takes a BUILD server through reserve → deploy; the manager then
+// commits ACTIVE. Every step first reads what Ironic already has, so a
+// retry or a new owner resumes instead of redoing.
+func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) error {
 	var err error
 	if s.NodeUUID == "" {
-		if err = d.setTask(ctx, s, "", fsm.TaskReserving, nil); err != nil {
+		if err = h.SetTask(ctx, s, "", fsm.TaskReserving, nil); err != nil {
 			return err
 		}
-		if err = d.reserve(ctx, s); err != nil {
+		if err = d.reserve(ctx, h, s); err != nil {
 			return err
 		}
-		if s, err = d.reread(s, true); err != nil {
+		if s, err = h.Reread(s, true); err != nil {
 			return err
 		}
 	}
 	if s.TaskState != fsm.TaskSpawning {
-		if err = d.setTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
+		if err = h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
 			return err
 		}
 	}
-	if err = d.deploy(ctx, s); err != nil {
-		return err
-	}
-	if _, err = d.reread(s, true); err != nil {
-		return err
-	}
-	if err = d.setTask(ctx, s, fsm.StatusActive, "", nil); err != nil {
-		return err
-	}
-	d.m.builds.WithLabelValues("active").Inc()
-	d.m.buildTime.Observe(time.Since(start).Seconds())
-	d.log.Info("server active", "server", s.ID, "node", s.NodeUUID, "took", time.Since(start).Round(time.Millisecond))
-	return nil
+	return d.deploy(ctx, h, s)
 }
 
 // requirements are what a flavor asks of a node.
@@ -108,12 +97,12 @@ func (r requirements) matches(n fsm.Node) bool {
 
 // candidates returns the raw Ironic class and the mirrored nodes matching
 // the flavor. Errors are permanent unless the mirror is still empty.
-func (d *Driver) candidates(f fsm.Flavor) (string, []fsm.Node, error) {
+func (d *Driver) candidates(store *fsm.Store, f fsm.Flavor) (string, []fsm.Node, error) {
 	r := flavorRequirements(f)
 	if r.customClass == "" {
-		return "", nil, permanent("No valid host was found. Flavor %s asks for no custom resource class: set resources:CUSTOM_<CLASS>=1 on it", f.Name)
+		return "", nil, compute.Permanent("No valid host was found. Flavor %s asks for no custom resource class: set resources:CUSTOM_<CLASS>=1 on it", f.Name)
 	}
-	nodes := d.c.Store().Nodes()
+	nodes := store.Nodes()
 	if len(nodes) == 0 {
 		return "", nil, errors.New("the Ironic node mirror is empty (first sync pending)")
 	}
@@ -131,19 +120,19 @@ func (d *Driver) candidates(f fsm.Flavor) (string, []fsm.Node, error) {
 		}
 	}
 	if raw == "" {
-		return "", nil, permanent("No valid host was found. No Ironic node has a resource class that normalises to %s", r.customClass)
+		return "", nil, compute.Permanent("No valid host was found. No Ironic node has a resource class that normalises to %s", r.customClass)
 	}
 	return raw, out, nil
 }
 
 // reserve obtains a node for the server and commits the reservation.
-func (d *Driver) reserve(ctx context.Context, s fsm.Server) error {
-	raw, nodes, err := d.candidates(s.Flavor)
+func (d *Driver) reserve(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	raw, nodes, err := d.candidates(h.Store(), s.Flavor)
 	if err != nil {
 		return err
 	}
 	if d.mode == ReserveAllocations {
-		return d.reserveByAllocation(ctx, s, raw, nodes)
+		return d.reserveByAllocation(ctx, h, s, raw, nodes)
 	}
 	if s.TaskState == fsm.TaskReserving {
 		// An earlier attempt, maybe by a previous owner, may have claimed a
@@ -154,14 +143,14 @@ func (d *Driver) reserve(ctx context.Context, s fsm.Server) error {
 		}
 		for _, n := range all {
 			if n.InstanceUUID == s.ID {
-				return d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
+				return h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
 			}
 		}
 	}
-	return d.reserveByInstanceUUID(ctx, s, nodes)
+	return d.reserveByInstanceUUID(ctx, h, s, nodes)
 }
 
-func (d *Driver) reserveByAllocation(ctx context.Context, s fsm.Server, raw string, nodes []fsm.Node) error {
+func (d *Driver) reserveByAllocation(ctx context.Context, h *compute.Handle, s fsm.Server, raw string, nodes []fsm.Node) error {
 	r := flavorRequirements(s.Flavor)
 	req := AllocationRequest{UUID: s.ID, Name: AllocationName(s.ID), ResourceClass: raw, Traits: r.traits,
 		Extra: map[string]string{"corral_server": s.ID, "corral_host": s.Host}}
@@ -169,7 +158,7 @@ func (d *Driver) reserveByAllocation(ctx context.Context, s fsm.Server, raw stri
 		// Ironic's allocation engine knows nothing of capabilities: narrow
 		// the candidates ourselves.
 		if len(nodes) == 0 {
-			return permanent("No valid host was found. No Ironic node of class %s has the capabilities %v", raw, r.capabilities)
+			return compute.Permanent("No valid host was found. No Ironic node of class %s has the capabilities %v", raw, r.capabilities)
 		}
 		for _, n := range nodes {
 			req.CandidateNodes = append(req.CandidateNodes, n.UUID)
@@ -197,22 +186,22 @@ func (d *Driver) reserveByAllocation(ctx context.Context, s fsm.Server, raw stri
 		if derr := d.ir.DeleteAllocation(ctx, alloc.UUID); derr != nil {
 			d.log.Warn("removing the failed allocation failed", "server", s.ID, "err", derr)
 		}
-		return permanent("No valid host was found. Ironic: %s", msg)
+		return compute.Permanent("No valid host was found. Ironic: %s", msg)
 	}
-	if _, err := d.reread(s, false); err != nil {
+	if _, err := h.Reread(s, false); err != nil {
 		return err
 	}
-	return d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: alloc.NodeUUID, AllocationUUID: alloc.UUID})
+	return h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: alloc.NodeUUID, AllocationUUID: alloc.UUID})
 }
 
 // reserveByInstanceUUID is the deprecated way: claim a node by writing the
 // server id into its instance_uuid; Ironic answers 409 to the loser.
-func (d *Driver) reserveByInstanceUUID(ctx context.Context, s fsm.Server, nodes []fsm.Node) error {
-	store := d.c.Store()
+func (d *Driver) reserveByInstanceUUID(ctx context.Context, h *compute.Handle, s fsm.Server, nodes []fsm.Node) error {
+	store := h.Store()
 	// A retry first looks for the node it may already have claimed.
 	for _, n := range nodes {
 		if n.InstanceUUID == s.ID {
-			return d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
+			return h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
 		}
 	}
 	byID := map[string]fsm.Node{}
@@ -224,10 +213,10 @@ func (d *Driver) reserveByInstanceUUID(ctx context.Context, s fsm.Server, nodes 
 		}
 	}
 	if len(ids) == 0 {
-		return permanent("No valid host was found. There are not enough Ironic nodes available that match flavor %s", s.Flavor.Name)
+		return compute.Permanent("No valid host was found. There are not enough Ironic nodes available that match flavor %s", s.Flavor.Name)
 	}
 	for _, id := range plan.RankNodes(ids, s.ID) {
-		if _, err := d.reread(s, false); err != nil {
+		if _, err := h.Reread(s, false); err != nil {
 			return err
 		}
 		err := d.ir.ReserveNode(ctx, id, s.ID)
@@ -237,18 +226,18 @@ func (d *Driver) reserveByInstanceUUID(ctx context.Context, s fsm.Server, nodes 
 		if err != nil {
 			return err
 		}
-		cerr := d.commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: id})
+		cerr := h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: id})
 		if errors.Is(cerr, fsm.ErrConflict) && !errors.Is(cerr, fsm.ErrFenced) {
 			_ = d.ir.ReleaseNode(ctx, id, s.ID)
 			continue
 		}
 		return cerr
 	}
-	return permanent("No valid host was found. Every Ironic node matching flavor %s was taken by another instance", s.Flavor.Name)
+	return compute.Permanent("No valid host was found. Every Ironic node matching flavor %s was taken by another instance", s.Flavor.Name)
 }
 
 // deploy writes instance_info and drives the node to active.
-func (d *Driver) deploy(ctx context.Context, s fsm.Server) error {
+func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) error {
 	n, err := d.ir.GetNode(ctx, s.NodeUUID)
 	if err != nil {
 		return err
@@ -258,11 +247,11 @@ func (d *Driver) deploy(ctx context.Context, s fsm.Server) error {
 		if n.InstanceUUID == s.ID {
 			return nil
 		}
-		return permanent("Ironic node %s is active for instance %s, not for this server", n.UUID, n.InstanceUUID)
+		return compute.Permanent("Ironic node %s is active for instance %s, not for this server", n.UUID, n.InstanceUUID)
 	case "available":
 		spec := DeploySpec{ImageSource: s.ImageRef, RootGB: s.Flavor.Disk, DisplayName: s.Name,
 			Capabilities: flavorRequirements(s.Flavor).capabilities}
-		if _, err := d.reread(s, true); err != nil {
+		if _, err := h.Reread(s, true); err != nil {
 			return err
 		}
 		for _, vif := range s.VIFs() {
@@ -275,7 +264,7 @@ func (d *Driver) deploy(ctx context.Context, s fsm.Server) error {
 		}
 	case "deploying", "wait call-back", "deploy wait":
 	case "deploy failed", "error":
-		return permanent("Deploy of Ironic node %s failed: %s", n.UUID, n.LastError)
+		return compute.Permanent("Deploy of Ironic node %s failed: %s", n.UUID, n.LastError)
 	default:
 		return fmt.Errorf("Ironic node %s is in provision state %q; waiting", n.UUID, n.ProvisionState)
 	}
@@ -283,7 +272,7 @@ func (d *Driver) deploy(ctx context.Context, s fsm.Server) error {
 	defer cancel()
 	if _, err := d.ir.WaitProvisionState(wctx, n.UUID, "active"); err != nil {
 		if errors.Is(err, ErrDeployFailed) {
-			return permanent("Deploy of Ironic node %s failed: %v", n.UUID, err)
+			return compute.Permanent("Deploy of Ironic node %s failed: %v", n.UUID, err)
 		}
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/sim"
@@ -48,7 +49,11 @@ func newWorld(t *testing.T, peers int, reservation string, opts sim.Options) *wo
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := ironic.NewDriver(ironic.DriverConfig{Reservation: reservation, DeployTimeout: 20 * time.Second}, p.Node, c)
+		virt, err := ironic.NewDriver(ironic.DriverConfig{Reservation: reservation, DeployTimeout: 20 * time.Second}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := compute.New(compute.Config{}, p.Node, virt)
 		if err != nil {
 			t.Fatal(err)
 		}

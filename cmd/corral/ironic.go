@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/ironic"
 )
 
@@ -34,10 +35,14 @@ func runIronic(ctx context.Context, cfg ironicConfig, node *cluster.Node, reg pr
 			backoff *= 2
 		}
 	}
-	drv, err := ironic.NewDriver(ironic.DriverConfig{Reservation: cfg.Reservation, Workers: cfg.Workers,
-		DeployTimeout: cfg.DeployTimeout, Logger: logger, Registerer: reg}, node, client)
+	virt, err := ironic.NewDriver(ironic.DriverConfig{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Logger: logger}, client)
 	if err != nil {
 		log.Error("cannot start the Ironic driver: servers of this host will not be built", "err", err)
+		return
+	}
+	drv, err := compute.New(compute.Config{Workers: cfg.Workers, Logger: logger, Registerer: reg}, node, virt)
+	if err != nil {
+		log.Error("cannot start the compute manager", "err", err)
 		return
 	}
 	sync, err := ironic.NewNodeSync(node, client, cfg.SyncInterval, logger, reg)
@@ -45,7 +50,7 @@ func runIronic(ctx context.Context, cfg ironicConfig, node *cluster.Node, reg pr
 		log.Error("cannot start the node sync", "err", err)
 		return
 	}
-	log.Info("connected to Ironic", "microversion", client.Version(), "reservation", drv.Mode())
+	log.Info("connected to Ironic", "microversion", client.Version(), "reservation", virt.Mode())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,8 +1,8 @@
-package ironic
+package compute
 
 import "github.com/prometheus/client_golang/prometheus"
 
-type driverMetrics struct {
+type metrics struct {
 	builds    *prometheus.CounterVec
 	buildTime prometheus.Histogram
 	deletes   prometheus.Counter
@@ -10,8 +10,8 @@ type driverMetrics struct {
 	takeover  prometheus.Histogram
 }
 
-func newDriverMetrics(reg prometheus.Registerer) (*driverMetrics, error) {
-	m := &driverMetrics{
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
 		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "corral_server_builds_total", Help: "Server builds finished by this host, by outcome (active, error).",
 		}, []string{"outcome"}),

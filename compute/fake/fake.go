@@ -1,0 +1,89 @@
+// Package fake is a VM virt driver for hypervisor hosts that only records
+// what it is asked to do: spawns and destroys, with the inventory it
+// reports. It lets corral schedule VMs beside bare metal without a
+// hypervisor behind it.
+package fake
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/compute"
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Record is one VM the driver holds.
+type Record struct {
+	ServerID  string
+	Name      string
+	VCPUs     int
+	RAM       int
+	Disk      int
+	Networks  []string
+	SpawnedAt time.Time
+}
+
+// Driver is the fake VM driver.
+type Driver struct {
+	mu        sync.Mutex
+	vms       map[string]Record
+	destroyed int
+}
+
+// New returns an empty fake driver.
+func New() *Driver { return &Driver{vms: map[string]Record{}} }
+
+// Kind implements compute.Virt.
+func (d *Driver) Kind() string { return fsm.KindHypervisor }
+
+// Build records a spawn (idempotent).
+func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	if s.TaskState != fsm.TaskSpawning {
+		if err := h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.vms[s.ID]; !ok {
+		var nets []string
+		for _, n := range s.Networks {
+			nets = append(nets, n.UUID)
+		}
+		d.vms[s.ID] = Record{ServerID: s.ID, Name: s.Name, VCPUs: s.Flavor.VCPUs, RAM: s.Flavor.RAM,
+			Disk: s.Flavor.Disk, Networks: nets, SpawnedAt: time.Now()}
+	}
+	return nil
+}
+
+// Delete records a destroy (idempotent).
+func (d *Driver) Delete(_ context.Context, _ *compute.Handle, s fsm.Server) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.vms[s.ID]; ok {
+		delete(d.vms, s.ID)
+		d.destroyed++
+	}
+	return nil
+}
+
+// VMs returns the VMs the driver holds, sorted by server id.
+func (d *Driver) VMs() []Record {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Record, 0, len(d.vms))
+	for _, r := range d.vms {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ServerID < out[j].ServerID })
+	return out
+}
+
+// Destroyed counts the VMs destroyed so far.
+func (d *Driver) Destroyed() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.destroyed
+}

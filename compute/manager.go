@@ -1,0 +1,261 @@
+// Package compute runs a host's share of the servers: it watches the
+// replicated state for servers this host owns that need work, and drives
+// each through its virt driver (Ironic for bare metal, a VM driver for
+// hypervisors), with the fencing every driver shares: intents and outcomes
+// are committed at the owner epoch, and a worker stops the moment the log
+// gives its server to another owner or epoch.
+package compute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Cluster is what the manager needs from the peer.
+type Cluster interface {
+	Name() string
+	Store() *fsm.Store
+	Propose(ctx context.Context, cmd fsm.Command) (uint64, error)
+	IsLeader() bool
+}
+
+// Virt is a virt driver: it makes a server exist (Build) or vanish
+// (Delete) on its host's backend. Both must be idempotent and resume
+// from whatever the backend already has. On success the manager commits
+// ACTIVE or DELETED.
+type Virt interface {
+	Kind() string
+	Build(ctx context.Context, h *Handle, s fsm.Server) error
+	Delete(ctx context.Context, h *Handle, s fsm.Server) error
+}
+
+// ErrStop ends a worker quietly: the server needs nothing more from us.
+var ErrStop = errors.New("nothing to do")
+
+// PermanentError ends a build in ERROR with its message as the fault.
+type PermanentError struct{ Msg string }
+
+func (e *PermanentError) Error() string { return e.Msg }
+
+// Permanent returns a PermanentError.
+func Permanent(format string, args ...any) error {
+	return &PermanentError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Config configures a manager.
+type Config struct {
+	Workers      int           // servers handled at once (default 8)
+	BuildTimeout time.Duration // a build's retries stop here (default 60 min)
+	Logger       *slog.Logger
+	Registerer   prometheus.Registerer
+}
+
+// Manager drives the servers of one host.
+type Manager struct {
+	cfg  Config
+	c    Cluster
+	virt Virt
+	log  *slog.Logger
+	m    *metrics
+
+	mu      sync.Mutex
+	running map[string]*worker
+	seen    map[string]uint64 // server → the owner epoch last seen
+	sem     chan struct{}
+	wg      sync.WaitGroup
+}
+
+type worker struct {
+	epoch  uint64
+	cancel context.CancelFunc
+}
+
+// New returns a manager for host c.Name() driving servers through virt.
+func New(cfg Config, c Cluster, virt Virt) (*Manager, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.BuildTimeout <= 0 {
+		cfg.BuildTimeout = 60 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Manager{cfg: cfg, c: c, virt: virt, running: map[string]*worker{}, seen: map[string]uint64{},
+		sem: make(chan struct{}, cfg.Workers),
+		log: cfg.Logger.With("component", "compute", "host", c.Name(), "virt", virt.Kind())}
+	var err error
+	if m.m, err = newMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Run watches the state and drives owned servers until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	store := m.c.Store()
+	for {
+		idx := store.AppliedIndex()
+		m.scan(ctx)
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		_ = store.WaitApplied(wctx, idx+1)
+		cancel()
+		if ctx.Err() != nil {
+			m.wg.Wait()
+			return
+		}
+	}
+}
+
+func needsWork(s fsm.Server) bool {
+	return s.Status == fsm.StatusBuild || s.TaskState == fsm.TaskDeleting
+}
+
+// scan starts a worker for every owned server needing work, and cancels
+// at once the workers of servers the log has given to another owner or
+// epoch: a host that learns it lost a server stops touching it.
+func (m *Manager) scan(ctx context.Context) {
+	store := m.c.Store()
+	m.mu.Lock()
+	for id, w := range m.running {
+		s, err := store.Server(id)
+		if err != nil || s.Host != m.c.Name() || s.Epoch != w.epoch {
+			w.cancel()
+			m.m.fenced.Inc()
+			m.log.Warn("server lost to another owner; its worker stops now", "server", id, "epoch", w.epoch, "owner", s.Host, "owner_epoch", s.Epoch)
+			delete(m.running, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range store.OwnedBy(m.c.Name()) {
+		m.noteOwnership(s)
+		if !needsWork(s) {
+			continue
+		}
+		m.mu.Lock()
+		if _, busy := m.running[s.ID]; !busy {
+			wctx, cancel := context.WithCancel(ctx)
+			w := &worker{epoch: s.Epoch, cancel: cancel}
+			m.running[s.ID] = w
+			m.wg.Add(1)
+			go m.work(wctx, s.ID, w)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// noteOwnership measures plan commit → new owner aware, once per epoch.
+func (m *Manager) noteOwnership(s fsm.Server) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[s.ID] == s.Epoch {
+		return
+	}
+	m.seen[s.ID] = s.Epoch
+	if s.Epoch > 1 && !s.OwnerSince.IsZero() {
+		m.m.takeover.Observe(time.Since(s.OwnerSince).Seconds())
+		m.log.Info("took over server", "server", s.ID, "epoch", s.Epoch, "reason", s.OwnerReason, "status", s.Status, "task", s.TaskState)
+	}
+}
+
+// work drives one server until it needs nothing more, retrying transient
+// failures with backoff. Each attempt re-reads the committed state, so a
+// delete requested during a build takes over, and a lost server stops it.
+func (m *Manager) work(ctx context.Context, id string, w *worker) {
+	defer m.wg.Done()
+	defer func() {
+		w.cancel()
+		m.mu.Lock()
+		if m.running[id] == w {
+			delete(m.running, id)
+		}
+		m.mu.Unlock()
+	}()
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-m.sem }()
+	h := &Handle{m: m}
+	start := time.Now()
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		s, err := m.c.Store().Server(id)
+		if err != nil || s.Host != m.c.Name() || s.Epoch != w.epoch || !needsWork(s) {
+			return
+		}
+		if s.TaskState == fsm.TaskDeleting {
+			err = m.delete(ctx, h, s)
+		} else {
+			err = m.build(ctx, h, s, start)
+		}
+		var pe *PermanentError
+		switch {
+		case err == nil, errors.Is(err, ErrStop):
+			return
+		case ctx.Err() != nil:
+			return // cancelled: the server moved or the host stops
+		case errors.Is(err, fsm.ErrFenced):
+			m.m.fenced.Inc()
+			m.log.Warn("server lost to another owner; stopping", "server", id, "epoch", s.Epoch, "err", err)
+			return
+		case errors.As(err, &pe):
+			h.fail(ctx, s, pe.Msg)
+			return
+		case s.Status == fsm.StatusBuild && time.Since(start) > m.cfg.BuildTimeout:
+			h.fail(ctx, s, fmt.Sprintf("Build of server %s timed out after %s: %v", id, m.cfg.BuildTimeout, err))
+			return
+		}
+		m.log.Warn("server step failed; retrying", "server", id, "attempt", attempt, "in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 10*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+func (m *Manager) build(ctx context.Context, h *Handle, s fsm.Server, start time.Time) error {
+	if err := m.virt.Build(ctx, h, s); err != nil {
+		return err
+	}
+	if _, err := h.Reread(s, true); err != nil {
+		return err
+	}
+	if err := h.SetTask(ctx, s, fsm.StatusActive, "", nil); err != nil {
+		return err
+	}
+	m.m.builds.WithLabelValues("active").Inc()
+	m.m.buildTime.Observe(time.Since(start).Seconds())
+	m.log.Info("server active", "server", s.ID, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (m *Manager) delete(ctx context.Context, h *Handle, s fsm.Server) error {
+	// The intent, committed at our epoch, fences what follows: a host that
+	// lost the server fails here, before touching its backend.
+	if err := h.SetTask(ctx, s, "", fsm.TaskDeleting, nil); err != nil {
+		return err
+	}
+	if err := m.virt.Delete(ctx, h, s); err != nil {
+		return err
+	}
+	if err := h.SetTask(ctx, s, fsm.StatusDeleted, "", nil); err != nil {
+		return err
+	}
+	m.m.deletes.Inc()
+	m.log.Info("server deleted", "server", s.ID)
+	return nil
+}
