@@ -38,7 +38,8 @@ func later(a, b time.Time) time.Time {
 
 // reconcileHosts keeps the FSM's host list in step with gossip, with
 // hysteresis: a dead member is marked down only after DownGrace, a
-// returning one up only after UpGrace of continuous life; departed members
+// returning one up only after UpGrace of continuous life (and no sooner
+// than UpGrace after it was marked down or left); departed members
 // are marked left at once. A host unknown to gossip since this leadership
 // began is nominated after DeadGrace.
 func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *failover) error {
@@ -69,7 +70,11 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 			case !known:
 				propose(m.Name, reg)
 			case h.Status != fsm.HostUp:
-				if now.Sub(later(m.Changed, fo.since)) >= n.cfg.UpGrace {
+				// The grace runs from the latest of: gossip seeing it alive,
+				// this leadership, and the commit that took it out of service
+				// (a live host forced down stays down for UpGrace, long enough
+				// for its servers to be planned away).
+				if now.Sub(later(later(m.Changed, fo.since), h.ChangedAt)) >= n.cfg.UpGrace {
 					propose(m.Name, reg)
 				}
 			case h.RaftAddr != m.Meta.RaftAddr || h.APIAddr != m.Meta.APIAddr || h.GossipAddr != m.Addr || h.Kind != m.Meta.Kind:

@@ -16,6 +16,10 @@ import (
 func TestFailoverFreezesOnMassLoss(t *testing.T) {
 	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) {
 		c.MaxVoters = 3
+		// Deaths gossip detects within the grace of each other count as
+		// simultaneous; a generous grace keeps a loaded test machine from
+		// spreading the three detections wider than that.
+		c.DownGrace = 5 * time.Second
 	}})
 	h.Leader(10 * time.Second)
 	h.Add("p4", 0)

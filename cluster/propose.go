@@ -119,6 +119,18 @@ func (n *Node) ApplyForwarded(ctx context.Context, data []byte) (uint64, error) 
 // applyLocal stamps cmd with the leader's clock, lets the state record the
 // leader's decisions in it (fsm.Store.Prepare), and applies it via raft.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	for attempt := 1; ; attempt++ {
+		idx, err := n.applyOnce(ctx, cmd)
+		// Decisions prepared concurrently may collide (two servers claiming
+		// the last node): decide again on the newer state.
+		if errors.Is(err, fsm.ErrStaleDecision) && attempt < 5 && fsm.Reschedule(cmd) {
+			continue
+		}
+		return idx, err
+	}
+}
+
+func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
 	cmd.Header().At = time.Now().UTC()
 	n.store.Prepare(cmd)
 	data, err := fsm.Encode(cmd)

@@ -80,7 +80,8 @@ func TestIsIgnorableAndString(t *testing.T) {
 	}
 	want := []CommandType{CmdRegisterHost, CmdSetHostStatus, CmdCreateFlavor, CmdDeleteFlavor,
 		CmdSetFlavorExtraSpecs, CmdDeleteFlavorExtraSpec, CmdNoop, CmdCreateServer, CmdSetServerTask,
-		CmdReserveNode, CmdReleaseNode, CmdDeleteServer, CmdSyncNodes, CmdSetHostDrain, CmdReassignServers}
+		CmdReserveNode, CmdReleaseNode, CmdDeleteServer, CmdSyncNodes, CmdSetHostDrain, CmdReassignServers,
+		CmdReportInventory, CmdMigrateFlavors}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

@@ -41,7 +41,9 @@ const (
 	CmdSyncNodes             CommandType = 13
 	CmdSetHostDrain          CommandType = 14
 	CmdReassignServers       CommandType = 15
-	// 16..31 reserved: resource providers, migrations.
+	CmdReportInventory       CommandType = 16
+	CmdMigrateFlavors        CommandType = 17
+	// 18..31 reserved.
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.
@@ -89,6 +91,24 @@ func init() {
 // proposing, so that Apply only validates it.
 type leaderPrepared interface {
 	prepare(st *state)
+	// reset forgets the decision, so that prepare decides again.
+	reset()
+}
+
+// ErrStaleDecision is returned when a decision the leader prepared (a
+// placement, a claim) no longer holds when the entry applies, because
+// entries prepared at the same time took the resources first. The leader
+// prepares again (Reschedule) and retries.
+var ErrStaleDecision = fmt.Errorf("%w: the leader's decision is stale", ErrConflict)
+
+// Reschedule clears the leader's decisions in c so that the next Prepare
+// decides afresh; it reports whether c carries such decisions.
+func Reschedule(c Command) bool {
+	p, ok := c.(leaderPrepared)
+	if ok {
+		p.reset()
+	}
+	return ok
 }
 
 // commandSpec is how the store decodes and applies one command type.

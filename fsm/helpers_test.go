@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"github.com/corral-dev/corral/fsm/placement"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -75,6 +76,9 @@ func sampleCommands() []Command {
 			Capabilities: map[string]string{"boot_mode": "uefi"}, Traits: []string{"CUSTOM_GPU"}, LastSeen: t0}},
 			Missing: []string{"n9"}},
 		&SetHostDrain{Meta: m, Name: "node-1", Drained: true},
+		&ReportInventory{Meta: m, Host: "hv-1", Inventory: map[string]placement.Inventory{
+			"VCPU": {Total: 16, MinUnit: 1, MaxUnit: 16, StepSize: 1, AllocationRatio: 4}}, Traits: []string{"HW_CPU_X86_AVX2"}},
+		&MigrateFlavors{Meta: m, ResourceClass: "CUSTOM_GOLD", ServerIDs: []string{"s1"}},
 		&ReassignServers{Meta: m, From: "node-1", Reason: ReasonHostDown,
 			Moves: []Move{{ServerID: "s1", FromHost: "node-1", FromEpoch: 1, ToHost: "node-2"}}},
 	}

@@ -27,6 +27,10 @@ type Node struct {
 	// erase state); they are marked.
 	Missing  bool      `json:"missing,omitempty"`
 	LastSeen time.Time `json:"last_seen"`
+	// InventoryConflict is why Placement refused the node provider's
+	// latest inventory (e.g. standard classes still in use); retried at
+	// every sync until it clears.
+	InventoryConflict string `json:"inventory_conflict,omitempty"`
 }
 
 func cloneNode(n Node) Node {
@@ -58,6 +62,9 @@ type SyncNodes struct {
 	Meta
 	Upserts []Node   `json:"upserts,omitempty"`
 	Missing []string `json:"missing,omitempty"`
+	// LegacyInventory, when set, switches the reporting of standard
+	// classes by node providers on or off (the leader's configuration).
+	LegacyInventory *bool `json:"legacy_inventory,omitempty"`
 }
 
 // Type implements Command.
@@ -75,17 +82,30 @@ func applySyncNodes(st *state, c *SyncNodes) (any, error) {
 		}
 	}
 	at := c.At.UTC()
+	touched := map[string]bool{}
 	for _, n := range c.Upserts {
 		n = cloneNode(n)
 		slices.Sort(n.Traits)
 		n.Missing = false
 		n.LastSeen = at
+		n.InventoryConflict = st.nodes[n.UUID].InventoryConflict
 		st.nodes[n.UUID] = n
+		touched[n.UUID] = true
 	}
 	for _, id := range c.Missing {
 		if n, ok := st.nodes[id]; ok && !n.Missing {
 			n.Missing = true
 			st.nodes[id] = n
+			touched[id] = true
+		}
+	}
+	all := c.LegacyInventory != nil && *c.LegacyInventory != st.legacyInventory
+	if c.LegacyInventory != nil {
+		st.legacyInventory = *c.LegacyInventory
+	}
+	for _, id := range sortedKeys(st.nodes) {
+		if all || touched[id] || st.nodes[id].InventoryConflict != "" {
+			reconcileNodeProvider(st, id)
 		}
 	}
 	return len(c.Upserts) + len(c.Missing), nil

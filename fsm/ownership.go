@@ -70,6 +70,9 @@ func applySetHostDrain(st *state, c *SetHostDrain) (any, error) {
 // host onto the other up, undrained hosts of its kind: the same function
 // the leader commits with, for dry runs.
 func PlanReassign(st *state, host string) []Move {
+	if st.hosts[host].Kind == KindHypervisor {
+		return nil // VMs live on their hypervisor's resources: they cannot move to another host
+	}
 	var ids []string
 	epochs := map[string]uint64{}
 	for _, id := range sortedKeys(st.servers) {
@@ -93,6 +96,12 @@ func PlanReassign(st *state, host string) []Move {
 		moves = append(moves, Move{ServerID: a.ServerID, FromHost: host, FromEpoch: epochs[a.ServerID], ToHost: a.Host})
 	}
 	return moves
+}
+
+func (c *ReassignServers) reset() {
+	if c.From != "" {
+		c.Moves = nil
+	}
 }
 
 func (c *ReassignServers) prepare(st *state) {

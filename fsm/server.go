@@ -66,14 +66,19 @@ type Server struct {
 	OwnerSince     time.Time         `json:"owner_since,omitempty"`
 	NodeUUID       string            `json:"node_uuid,omitempty"`
 	AllocationUUID string            `json:"allocation_uuid,omitempty"`
-	Fault          *Fault            `json:"fault,omitempty"`
-	RequestID      string            `json:"request_id,omitempty"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	// Claim is the server's placement allocation; ClaimedNode the Ironic
+	// node it claims (the node the owner asks Ironic for).
+	Claim       map[string]map[string]int64 `json:"claim,omitempty"`
+	ClaimedNode string                      `json:"claimed_node,omitempty"`
+	Fault       *Fault                      `json:"fault,omitempty"`
+	RequestID   string                      `json:"request_id,omitempty"`
+	CreatedAt   time.Time                   `json:"created_at"`
+	UpdatedAt   time.Time                   `json:"updated_at"`
 }
 
 func cloneServer(s Server) Server {
 	s.Flavor = cloneFlavor(s.Flavor)
+	s.Claim = cloneClaim(s.Claim)
 	s.Networks = slices.Clone(s.Networks)
 	s.Metadata = maps.Clone(s.Metadata)
 	if s.Fault != nil {
@@ -98,6 +103,12 @@ type CreateServer struct {
 	Networks []Network         `json:"networks,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	Host     string            `json:"host,omitempty"`
+	// Claim is the placement allocation the leader chose (provider →
+	// resource class → amount), written in the same entry as the server.
+	Claim map[string]map[string]int64 `json:"claim,omitempty"`
+	// NoValidHost says why scheduling found nothing (the server is then
+	// recorded in ERROR).
+	NoValidHost string `json:"no_valid_host,omitempty"`
 }
 
 // Type implements Command.
@@ -159,10 +170,12 @@ func placementCandidates(st *state, kind string) []plan.Candidate {
 	return out
 }
 
-// prepare chooses the owner (leader only, before proposing).
+func (c *CreateServer) reset() { c.Host, c.Claim, c.NoValidHost = "", nil, "" }
+
+// prepare schedules the server (leader only, before proposing).
 func (c *CreateServer) prepare(st *state) {
-	if c.Host == "" {
-		c.Host = plan.ChooseHost(placementCandidates(st, KindIronic), c.ID)
+	if c.Host == "" && c.NoValidHost == "" {
+		schedule(st, c)
 	}
 }
 
@@ -190,16 +203,33 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 		Networks: slices.Clone(c.Networks), Metadata: maps.Clone(c.Metadata), RequestID: c.RequestID,
 		CreatedAt: at, UpdatedAt: at}
 	if c.Host == "" {
+		msg := c.NoValidHost
+		if msg == "" {
+			msg = "No valid host was found. No compute host of kind ironic is up: check `corral host list`."
+		}
 		s.Status = StatusError
-		s.Fault = &Fault{Code: 500, Created: at,
-			Message: "No valid host was found. No compute host of kind ironic is up: check `corral host list`."}
+		s.Fault = &Fault{Code: 500, Created: at, Message: msg}
 	} else {
 		h, ok := st.hosts[c.Host]
-		if !ok || h.Status != HostUp || h.Kind != KindIronic {
-			return nil, fmt.Errorf("%w: host %s chosen for server %s is no longer up; retry the request", ErrConflict, c.Host, c.ID)
+		if !ok || h.Status != HostUp {
+			return nil, fmt.Errorf("%w: host %s chosen for server %s is no longer up; retry the request", ErrStaleDecision, c.Host, c.ID)
 		}
+		for prov := range c.Claim {
+			if _, isNode := st.nodes[prov]; isNode {
+				if h.Kind != KindIronic {
+					return nil, fmt.Errorf("%w: host %s cannot serve Ironic node %s", ErrInvalid, c.Host, prov)
+				}
+				s.ClaimedNode = prov
+			} else if prov != HostProviderUUID(c.Host) {
+				return nil, fmt.Errorf("%w: host %s cannot serve resource provider %s", ErrInvalid, c.Host, prov)
+			}
+		}
+		if err := claim(st, c.ID, c.Claim); err != nil {
+			return nil, err
+		}
+		s.Claim = c.Claim
 		if h.Drained {
-			return nil, fmt.Errorf("%w: host %s chosen for server %s is drained; retry the request", ErrConflict, c.Host, c.ID)
+			return nil, fmt.Errorf("%w: host %s chosen for server %s is drained; retry the request", ErrStaleDecision, c.Host, c.ID)
 		}
 		s.Status, s.TaskState, s.Host, s.Epoch = StatusBuild, TaskScheduling, c.Host, 1
 		s.EpochIndex, s.OwnerSince, s.OwnerReason = st.index, at, "placed at creation (fewest servers)"
@@ -249,6 +279,11 @@ func applySetServerTask(st *state, c *SetServerTask) (any, error) {
 	if c.Status != "" {
 		s.Status = c.Status
 	}
+	if s.Status == StatusDeleted || s.Status == StatusError && s.NodeUUID == "" {
+		// Nothing holds the claimed resources any more.
+		dropClaim(st, s.ID)
+		s.Claim, s.ClaimedNode = nil, ""
+	}
 	s.TaskState = c.TaskState
 	if cur := st.servers[c.ID].TaskState; cur == TaskDeleting && s.Status != StatusDeleted {
 		// A requested delete stays requested until the owner finishes it.
@@ -273,6 +308,7 @@ func applyDeleteServer(st *state, c *DeleteServer) (any, error) {
 	if s.Host == "" && s.NodeUUID == "" {
 		// Never scheduled: nothing in Ironic to undo.
 		s.Status, s.TaskState = StatusDeleted, ""
+		dropClaim(st, s.ID)
 	} else {
 		s.TaskState = TaskDeleting
 	}
@@ -311,3 +347,14 @@ func loadServerRecord(st *state, body []byte) error {
 }
 
 func wrapNotFound(msg string) error { return fmt.Errorf("%w: %s", ErrNotFound, msg) }
+
+func cloneClaim(c map[string]map[string]int64) map[string]map[string]int64 {
+	if c == nil {
+		return nil
+	}
+	out := make(map[string]map[string]int64, len(c))
+	for k, v := range c {
+		out[k] = maps.Clone(v)
+	}
+	return out
+}

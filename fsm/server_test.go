@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -15,11 +16,28 @@ func serverFixture(t *testing.T) *applier {
 	return a
 }
 
-func TestPrepareChoosesLeastLoadedIronicHost(t *testing.T) {
+// bareMetalFixture adds ten gold nodes and a bare-metal flavor "bm".
+func bareMetalFixture(t *testing.T) *applier {
 	a := serverFixture(t)
+	var nodes []Node
+	for i := 0; i < 10; i++ {
+		nodes = append(nodes, Node{UUID: fmt.Sprintf("00000000-0000-4000-8000-0000000000%02d", i), ResourceClass: "baremetal-gold",
+			ProvisionState: "available", PowerState: "power off",
+			Properties: map[string]string{"cpus": "64", "memory_mb": "131072", "local_gb": "371"}})
+	}
+	a.ok(&SyncNodes{Meta: at(0), Upserts: nodes})
+	f := testFlavor("bm", "bare-metal-gold")
+	f.ExtraSpecs = map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1", "resources:VCPU": "0",
+		"resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}
+	a.ok(&CreateFlavor{Meta: at(0), Flavor: f})
+	return a
+}
+
+func TestPrepareChoosesLeastLoadedIronicHost(t *testing.T) {
+	a := bareMetalFixture(t)
 	count := map[string]int{}
 	for i := 0; i < 10; i++ {
-		c := &CreateServer{Meta: at(i + 1), ID: string(rune('a' + i)), Name: "s", FlavorID: "gold", ImageRef: "img"}
+		c := &CreateServer{Meta: at(i + 1), ID: fmt.Sprintf("00000000-0000-4000-9000-%012d", i), Name: "s", FlavorID: "bm", ImageRef: "img"}
 		a.s.Prepare(c)
 		if c.Host == "hv" {
 			t.Fatal("a bare-metal server was placed on a hypervisor host")
@@ -43,6 +61,12 @@ func TestCreateServerRejectsDownHostAndRecordsNoHost(t *testing.T) {
 	c := &CreateServer{Meta: at(3), ID: "s2", Name: "x", FlavorID: "gold", ImageRef: "i"}
 	a.s.Prepare(c)
 	srv := a.ok(c).(Server)
+	if srv.Status != StatusError || srv.Fault == nil || srv.Host != "" {
+		t.Fatalf("no-host server: %+v", srv)
+	}
+	c = &CreateServer{Meta: at(3), ID: "s2b", Name: "x", FlavorID: "gold", ImageRef: "i"}
+	a.s.Prepare(c)
+	srv = a.ok(c).(Server)
 	if srv.Status != StatusError || srv.Fault == nil || srv.Host != "" {
 		t.Fatalf("no-host server: %+v", srv)
 	}

@@ -27,16 +27,20 @@ type RecordType uint8
 
 // Record types. Append-only: never renumber, never reuse a number.
 const (
-	RecordEnd    RecordType = 0 // terminates the stream
-	RecordHost   RecordType = 1
-	RecordFlavor RecordType = 2
-	RecordServer RecordType = 3 // reservations are rebuilt from servers
-	RecordNode   RecordType = 4
-	// 5..31 reserved: resource providers, migrations.
+	RecordEnd       RecordType = 0 // terminates the stream
+	RecordHost      RecordType = 1
+	RecordFlavor    RecordType = 2
+	RecordServer    RecordType = 3 // reservations are rebuilt from servers
+	RecordNode      RecordType = 4
+	RecordPlacement RecordType = 5 // one record per line of the placement store's canonical encoding
+	// 6..31 reserved.
 )
 
 // Ignorable reports whether t carries IgnoreUnknownFlag.
 func (t RecordType) Ignorable() bool { return t&RecordType(IgnoreUnknownFlag) != 0 }
+
+// rawRecord is a record body written as is (not JSON-encoded again).
+type rawRecord []byte
 
 // recordSpec is how one entity is written to and loaded from snapshots.
 type recordSpec struct {
@@ -106,8 +110,11 @@ func writeRecords(w *bufio.Writer, st *state) error {
 	for _, t := range recordOrder {
 		spec := records[t]
 		emit := func(v any) error {
-			body, err := json.Marshal(v)
-			if err != nil {
+			var body []byte
+			var err error
+			if raw, ok := v.(rawRecord); ok {
+				body = raw
+			} else if body, err = json.Marshal(v); err != nil {
 				return fmt.Errorf("encode %s record: %w", spec.name, err)
 			}
 			if err := w.WriteByte(byte(t)); err != nil {
@@ -158,6 +165,9 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		}
 		t := RecordType(b)
 		if t == RecordEnd {
+			if err := st.finishLoad(); err != nil {
+				return nil, 0, fmt.Errorf("%w: snapshot: %w", ErrInvalid, err)
+			}
 			return st, index, nil
 		}
 		size, err := binary.ReadUvarint(br)

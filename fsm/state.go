@@ -1,7 +1,10 @@
 package fsm
 
 import (
+	"bytes"
+
 	"cmp"
+	"github.com/corral-dev/corral/fsm/placement"
 	"maps"
 	"slices"
 )
@@ -17,6 +20,11 @@ type state struct {
 	servers      map[string]Server // by ID
 	reservations map[string]string // node UUID -> server ID (index, rebuilt on restore)
 	nodes        map[string]Node   // Ironic node mirror, by UUID
+	placement    *placement.Store  // resource providers, inventories, allocations
+	// legacyInventory: node providers also report VCPU, MEMORY_MB and
+	// DISK_GB ([workarounds] report_ironic_standard_resource_class_inventory).
+	legacyInventory bool
+	placementLoad   *bytes.Buffer // snapshot restore only
 
 	// index is the log index of the entry being applied (not part of
 	// snapshots): Apply records it where state remembers "when".
@@ -31,6 +39,7 @@ func newState() *state {
 		servers:      map[string]Server{},
 		reservations: map[string]string{},
 		nodes:        map[string]Node{},
+		placement:    placement.New(),
 	}
 }
 
@@ -43,6 +52,9 @@ func (st *state) clone() *state {
 		servers:      make(map[string]Server, len(st.servers)),
 		reservations: maps.Clone(st.reservations),
 		nodes:        make(map[string]Node, len(st.nodes)),
+		placement:    st.placement.Clone(),
+
+		legacyInventory: st.legacyInventory,
 	}
 	for id, s := range st.servers {
 		c.servers[id] = cloneServer(s)

@@ -131,6 +131,20 @@ func (d *Driver) reserve(ctx context.Context, h *compute.Handle, s fsm.Server) e
 	if err != nil {
 		return err
 	}
+	if s.ClaimedNode != "" {
+		// The scheduler claimed this node in Placement: ask Ironic for it
+		// alone, so Ironic's allocation and Placement's agree.
+		var claimed []fsm.Node
+		for _, n := range nodes {
+			if n.UUID == s.ClaimedNode {
+				claimed = append(claimed, n)
+			}
+		}
+		if len(claimed) == 0 {
+			return compute.Permanent("No valid host was found. The claimed Ironic node %s does not match flavor %s (capabilities or traits)", s.ClaimedNode, s.Flavor.Name)
+		}
+		nodes = claimed
+	}
 	if d.mode == ReserveAllocations {
 		return d.reserveByAllocation(ctx, h, s, raw, nodes)
 	}
@@ -154,7 +168,7 @@ func (d *Driver) reserveByAllocation(ctx context.Context, h *compute.Handle, s f
 	r := flavorRequirements(s.Flavor)
 	req := AllocationRequest{UUID: s.ID, Name: AllocationName(s.ID), ResourceClass: raw, Traits: r.traits,
 		Extra: map[string]string{"corral_server": s.ID, "corral_host": s.Host}}
-	if len(r.capabilities) > 0 || len(r.forbidden) > 0 {
+	if len(r.capabilities) > 0 || len(r.forbidden) > 0 || s.ClaimedNode != "" {
 		// Ironic's allocation engine knows nothing of capabilities: narrow
 		// the candidates ourselves.
 		if len(nodes) == 0 {

@@ -57,6 +57,12 @@ func (d *Driver) undeploy(ctx context.Context, h *compute.Handle, s fsm.Server) 
 			if err != nil {
 				return err
 			}
+			// The wait may have outlived our ownership, and a host that was
+			// frozen or cut off meanwhile cannot tell from its own replica:
+			// commit the intent again, at our epoch, before the next side effect.
+			if err := h.SetTask(ctx, s, "", fsm.TaskDeleting, nil); err != nil {
+				return err
+			}
 		}
 	}
 	// Undeploying removes the allocation and instance_uuid; make sure,

@@ -96,7 +96,7 @@ func (w *world) propose(cmd fsm.Command) error {
 
 func (w *world) flavor(id, class string, extra map[string]string) {
 	w.t.Helper()
-	specs := map[string]string{"resources:" + class: "1"}
+	specs := map[string]string{"resources:" + class: "1", "resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}
 	for k, v := range extra {
 		specs[k] = v
 	}

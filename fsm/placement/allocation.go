@@ -1,7 +1,8 @@
 package placement
 
 import (
-	"strconv"
+	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -22,15 +23,49 @@ type consumer struct {
 	id            string
 	project, user string
 	gen           uint64
-	allocs        map[string]map[string]int64 // provider UUID → class → amount
+	allocs        []holding // sorted by provider UUID
 }
 
-func (p *provider) consumersHold(id, rc string) bool {
-	c := p.consumers[id]
-	return c != nil && c.allocs[p.uuid][rc] > 0
+// holding is what one consumer holds on one provider.
+type holding struct {
+	p   *provider
+	res []resAmount // sorted by class
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+func (h *holding) amount(rc string) int64 {
+	if h == nil {
+		return 0
+	}
+	for _, r := range h.res {
+		if r.rc == rc {
+			return r.n
+		}
+	}
+	return 0
+}
+
+// holding returns what c holds on p, or nil.
+func (c *consumer) holding(p *provider) *holding {
+	i, ok := slices.BinarySearchFunc(c.allocs, p.uuid, func(h holding, u string) int { return strings.Compare(h.p.uuid, u) })
+	if !ok {
+		return nil
+	}
+	return &c.allocs[i]
+}
+
+func cmpConsumer(c *consumer, id string) int { return strings.Compare(c.id, id) }
+
+func (p *provider) linkConsumer(c *consumer) {
+	if i, found := slices.BinarySearchFunc(p.consumers, c.id, cmpConsumer); !found {
+		p.consumers = slices.Insert(p.consumers, i, c)
+	}
+}
+
+func (p *provider) unlinkConsumer(c *consumer) {
+	if i, found := slices.BinarySearchFunc(p.consumers, c.id, cmpConsumer); found {
+		p.consumers = slices.Delete(p.consumers, i, i+1)
+	}
+}
 
 // Gen returns a pointer to g, for ConsumerAllocations.ConsumerGeneration.
 func Gen(g uint64) *uint64 { return &g }
@@ -40,8 +75,7 @@ type allocPlan struct {
 	id            string
 	old           *consumer // nil for a new consumer
 	project, user string
-	allocs        map[*provider]map[string]int64
-	provs         []*provider // allocs' keys in UUID order
+	allocs        []holding // sorted by provider UUID
 }
 
 // SetAllocations replaces all of a consumer's allocations with req (an
@@ -83,8 +117,7 @@ func (s *Store) planConsumer(key string, req ConsumerAllocations) (*allocPlan, e
 	if !ok {
 		return nil, invalidf("invalid consumer UUID %q", key)
 	}
-	pl := &allocPlan{id: id, old: s.consumers[id], project: req.ProjectID, user: req.UserID,
-		allocs: make(map[*provider]map[string]int64, len(req.Allocations))}
+	pl := &allocPlan{id: id, old: s.consumers[id], project: req.ProjectID, user: req.UserID}
 	switch {
 	case pl.old == nil && req.ConsumerGeneration != nil:
 		return nil, newErr(ErrConcurrentUpdate, "",
@@ -109,14 +142,11 @@ func (s *Store) planConsumer(key string, req ConsumerAllocations) (*allocPlan, e
 		if p == nil {
 			return nil, invalidf("consumer %s: allocation for resource provider %s that does not exist", id, pu)
 		}
-		if pl.allocs[p] != nil {
-			return nil, invalidf("consumer %s: resource provider %s appears more than once", id, pu)
-		}
 		res := req.Allocations[pkey]
 		if len(res) == 0 {
 			return nil, invalidf("consumer %s: allocation for resource provider %s names no resources", id, pu)
 		}
-		m := make(map[string]int64, len(res))
+		h := holding{p: p, res: make([]resAmount, 0, len(res))}
 		for _, rc := range sortedKeys(res) {
 			if err := ValidateResourceClass(rc); err != nil {
 				return nil, err
@@ -125,10 +155,19 @@ func (s *Store) planConsumer(key string, req ConsumerAllocations) (*allocPlan, e
 				return nil, invalidf("consumer %s: amount of %s on resource provider %s must be from 1 to %d, got %d",
 					id, rc, pu, MaxAmount, n)
 			}
-			m[rc] = res[rc]
+			name := rc
+			if sl := p.slot(rc); sl != nil {
+				name = sl.rc // share the stored string
+			}
+			h.res = append(h.res, resAmount{name, res[rc]})
 		}
-		pl.allocs[p] = m
-		pl.provs = append(pl.provs, p)
+		pl.allocs = append(pl.allocs, h)
+	}
+	slices.SortFunc(pl.allocs, func(a, b holding) int { return strings.Compare(a.p.uuid, b.p.uuid) })
+	for i := 1; i < len(pl.allocs); i++ {
+		if pl.allocs[i].p == pl.allocs[i-1].p {
+			return nil, invalidf("consumer %s: resource provider %s appears more than once", id, pl.allocs[i].p.uuid)
+		}
 	}
 	if len(pl.allocs) > 0 {
 		if err := validOwner("project_id", pl.project); err != nil {
@@ -154,27 +193,26 @@ func (s *Store) checkFit(plans []*allocPlan) error {
 	delta := make(map[*slot]int64)
 	for _, pl := range plans {
 		if pl.old != nil {
-			for pu, res := range pl.old.allocs {
-				p := s.providers[pu]
-				for rc, n := range res {
-					delta[p.inv[rc]] -= n
+			for _, h := range pl.old.allocs {
+				for _, r := range h.res {
+					delta[h.p.slot(r.rc)] -= r.n
 				}
 			}
 		}
-		for p, res := range pl.allocs {
-			for rc, n := range res {
-				if sl := p.inv[rc]; sl != nil {
-					delta[sl] += n
+		for _, h := range pl.allocs {
+			for _, r := range h.res {
+				if sl := h.p.slot(r.rc); sl != nil {
+					delta[sl] += r.n
 				}
 			}
 		}
 	}
 	for _, pl := range plans {
-		for _, p := range pl.provs {
-			res := pl.allocs[p]
-			for _, rc := range sortedKeys(res) {
-				n := res[rc]
-				sl := p.inv[rc]
+		for _, h := range pl.allocs {
+			p := h.p
+			for _, r := range h.res {
+				rc, n := r.rc, r.n
+				sl := p.slot(rc)
 				if sl == nil {
 					return newErr(ErrNotEnough, "",
 						"consumer %s: resource provider %s (%s) has no inventory of %s (requested %d)",
@@ -203,13 +241,13 @@ func (s *Store) apply(plans []*allocPlan) {
 	touched := make(map[*provider]bool)
 	for _, pl := range plans {
 		if c := pl.old; c != nil {
-			for pu, res := range c.allocs {
-				p := s.providers[pu]
-				touched[p] = true
-				for rc, n := range res {
-					p.inv[rc].used -= n
+			for _, h := range c.allocs {
+				touched[h.p] = true
+				for _, r := range h.res {
+					h.p.slot(r.rc).used -= r.n
+					s.refreshFree(h.p, r.rc)
 				}
-				delete(p.consumers, c.id)
+				h.p.unlinkConsumer(c)
 			}
 			s.addProjectUsage(c.project, c.allocs, -1)
 		}
@@ -226,37 +264,40 @@ func (s *Store) apply(plans []*allocPlan) {
 		} else {
 			c.gen++
 		}
-		c.project, c.user = pl.project, pl.user
-		c.allocs = make(map[string]map[string]int64, len(pl.allocs))
-		for p, res := range pl.allocs {
-			touched[p] = true
-			c.allocs[p.uuid] = res
-			for rc, n := range res {
-				p.inv[rc].used += n
-			}
-			if p.consumers == nil {
-				p.consumers = make(map[string]*consumer)
-			}
-			p.consumers[c.id] = c
+		c.project, c.user, c.allocs = pl.project, pl.user, pl.allocs
+		for _, h := range c.allocs {
+			touched[h.p] = true
 		}
-		s.addProjectUsage(c.project, c.allocs, 1)
+		s.hold(c)
 	}
 	for p := range touched {
 		p.gen++
 	}
 }
 
-func (s *Store) addProjectUsage(project string, allocs map[string]map[string]int64, sign int64) {
+// hold adds c's allocations to usages and links c from its providers.
+func (s *Store) hold(c *consumer) {
+	for _, h := range c.allocs {
+		for _, r := range h.res {
+			h.p.slot(r.rc).used += r.n
+			s.refreshFree(h.p, r.rc)
+		}
+		h.p.linkConsumer(c)
+	}
+	s.addProjectUsage(c.project, c.allocs, 1)
+}
+
+func (s *Store) addProjectUsage(project string, allocs []holding, sign int64) {
 	u := s.projects[project]
 	if u == nil {
 		u = make(map[string]int64)
 		s.projects[project] = u
 	}
-	for _, res := range allocs {
-		for rc, n := range res {
-			u[rc] += sign * n
-			if u[rc] == 0 {
-				delete(u, rc)
+	for _, h := range allocs {
+		for _, r := range h.res {
+			u[r.rc] += sign * r.n
+			if u[r.rc] == 0 {
+				delete(u, r.rc)
 			}
 		}
 	}
@@ -276,12 +317,24 @@ func (s *Store) Allocations(consumerUUID string) (ConsumerAllocations, bool) {
 	if c == nil {
 		return ConsumerAllocations{}, false
 	}
-	return ConsumerAllocations{
+	out := ConsumerAllocations{
 		ConsumerGeneration: Gen(c.gen),
 		ProjectID:          c.project,
 		UserID:             c.user,
-		Allocations:        copyAllocs(c.allocs),
-	}, true
+		Allocations:        make(map[string]map[string]int64, len(c.allocs)),
+	}
+	for _, h := range c.allocs {
+		out.Allocations[h.p.uuid] = h.resMap()
+	}
+	return out, true
+}
+
+func (h *holding) resMap() map[string]int64 {
+	m := make(map[string]int64, len(h.res))
+	for _, r := range h.res {
+		m[r.rc] = r.n
+	}
+	return m
 }
 
 // Consumers returns the UUIDs of every consumer holding allocations, sorted.
@@ -295,24 +348,8 @@ func (s *Store) ProviderAllocations(uuid string) (map[string]map[string]int64, e
 		return nil, err
 	}
 	out := make(map[string]map[string]int64, len(p.consumers))
-	for id, c := range p.consumers {
-		res := make(map[string]int64, len(c.allocs[p.uuid]))
-		for rc, n := range c.allocs[p.uuid] {
-			res[rc] = n
-		}
-		out[id] = res
+	for _, c := range p.consumers {
+		out[c.id] = c.holding(p).resMap()
 	}
 	return out, nil
-}
-
-func copyAllocs(in map[string]map[string]int64) map[string]map[string]int64 {
-	out := make(map[string]map[string]int64, len(in))
-	for pu, res := range in {
-		m := make(map[string]int64, len(res))
-		for rc, n := range res {
-			m[rc] = n
-		}
-		out[pu] = m
-	}
-	return out
 }

@@ -172,7 +172,7 @@ func TestMultiAllocationsAtomic(t *testing.T) {
 	}
 	// Two keys for the same consumer are rejected.
 	err = s.SetAllocationsMulti(map[string]ConsumerAllocations{
-		cid(5): alloc("p", nil, nil),
+		cid(5):                             alloc("p", nil, nil),
 		"00000001000040008000000000000005": alloc("p", nil, nil),
 	})
 	wantErr(t, err, ErrInvalid, "more than once")

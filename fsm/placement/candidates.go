@@ -1,10 +1,8 @@
 package placement
 
 import (
-	"container/heap"
 	"hash/fnv"
 	"slices"
-	"strings"
 )
 
 // ProviderFilter selects providers for Providers. Every set field must
@@ -124,30 +122,75 @@ func (s *Store) compile(res map[string]int64, required []string, memberOf [][]st
 
 // fits reports whether p can take n of the class now.
 func fits(p *provider, rc string, n int64) bool {
-	sl := p.inv[rc]
+	sl := p.slot(rc)
 	return sl != nil && n >= sl.inv.MinUnit && n <= sl.inv.MaxUnit && n%sl.inv.StepSize == 0 &&
 		sl.used+n <= sl.cap
 }
 
-func (q *query) match(p *provider) bool {
-	if q.tree != nil && p.root() != q.tree {
-		return false
+// prefilter returns the slots that pass every indexed constraint of q:
+// tree or single provider, free capacity of each requested class, required
+// and forbidden traits, aggregates. Postings are applied smallest first and
+// the work stops as soon as nothing is left.
+func (s *Store) prefilter(q *query) bitmap {
+	b := make(bitmap, len(s.live.words))
+	switch {
+	case q.none:
+		return b
+	case q.only != nil:
+		b[q.only.idx>>6] |= 1 << (uint(q.only.idx) & 63)
+	case q.tree != nil:
+		var mark func(*provider)
+		mark = func(p *provider) {
+			b[p.idx>>6] |= 1 << (uint(p.idx) & 63)
+			for _, c := range p.children {
+				mark(c)
+			}
+		}
+		mark(q.tree)
+	default:
+		copy(b, s.live.words)
+	}
+	var must []*posting
+	for _, r := range q.resources {
+		must = append(must, s.byFree[r.rc])
 	}
 	for _, t := range q.required {
-		if !p.hasTrait(t) {
-			return false
+		must = append(must, s.byTrait[t])
+	}
+	for _, g := range q.memberOf {
+		if len(g) == 1 {
+			must = append(must, s.byAgg[g[0]])
+			continue
+		}
+		union := &posting{words: make([]uint64, len(b))}
+		for _, a := range g {
+			if p := s.byAgg[a]; p != nil {
+				bitmap(union.words).or(p)
+			}
+		}
+		union.n = bitmap(union.words).count()
+		must = append(must, union)
+	}
+	if slices.Contains(must, nil) {
+		clear(b)
+		return b
+	}
+	slices.SortStableFunc(must, func(x, y *posting) int { return x.n - y.n })
+	for _, p := range must {
+		if !b.and(p) {
+			return b
 		}
 	}
 	for _, t := range q.forbidden {
-		if p.hasTrait(t) {
-			return false
+		if p := s.byTrait[t]; p != nil {
+			b.andNot(p)
 		}
 	}
-	for _, g := range q.memberOf {
-		if !slices.ContainsFunc(g, p.inAggregate) {
-			return false
-		}
-	}
+	return b
+}
+
+// fitsAll reports whether p can take every requested amount now.
+func (q *query) fitsAll(p *provider) bool {
 	for _, r := range q.resources {
 		if !fits(p, r.rc, r.n) {
 			return false
@@ -156,140 +199,113 @@ func (q *query) match(p *provider) bool {
 	return true
 }
 
-// walk calls fn, in UUID order, for every provider of the smallest
-// candidate set that constrains q (a posting list, the tree, or the single
-// provider asked for), until fn returns false. match is not applied.
-func (s *Store) walk(q *query, fn func(*provider) bool) {
-	if q.none {
-		return
-	}
-	if q.only != nil {
-		fn(q.only)
-		return
-	}
-	if q.tree != nil {
-		var members []*provider
-		var dfs func(*provider)
-		dfs = func(p *provider) {
-			members = append(members, p)
-			for _, c := range p.children {
-				dfs(c)
-			}
-		}
-		dfs(q.tree)
-		slices.SortFunc(members, func(a, b *provider) int { return strings.Compare(a.uuid, b.uuid) })
-		for _, p := range members {
-			if !fn(p) {
-				return
-			}
-		}
-		return
-	}
-	best := &s.all
-	consider := func(m postings, key string) {
-		l := m[key]
-		if l == nil {
-			l = &plist{}
-		}
-		if l.len() < best.len() {
-			best = l
-		}
-	}
-	for _, r := range q.resources {
-		consider(s.byRC, r.rc)
-	}
-	for _, t := range q.required {
-		consider(s.byTrait, t)
-	}
-	for _, g := range q.memberOf {
-		if len(g) == 1 {
-			consider(s.byAgg, g[0])
-		}
-	}
-	best.each(fn)
+// cand is a prefiltered provider with its sort key (k1, k2, k3 ascending).
+type cand struct {
+	k1, k2, k3 uint64
+	idx        int32
 }
 
-// find returns the providers matching q: in UUID order stopping at limit,
-// or, with a seed, the limit best by rendezvous score.
+func (a cand) less(b cand) bool {
+	if a.k1 != b.k1 {
+		return a.k1 < b.k1
+	}
+	if a.k2 != b.k2 {
+		return a.k2 < b.k2
+	}
+	return a.k3 < b.k3
+}
+
+// find returns up to limit (0: all) providers matching q, in UUID order or,
+// with a seed, by descending rendezvous score then UUID. Candidates are
+// sorted lazily (a heap) so a small limit costs little.
 func (s *Store) find(q *query, limit int, seed string) []*provider {
+	pre := s.prefilter(q)
+	cs := make([]cand, 0, pre.count())
+	sh := seedHash(seed)
+	pre.each(func(i int32) {
+		k := s.ids[i]
+		if seed == "" {
+			cs = append(cs, cand{k.hi, k.lo, 0, i})
+		} else {
+			cs = append(cs, cand{^score(sh, k), k.hi, k.lo, i})
+		}
+	})
 	var out []*provider
-	if seed == "" {
-		s.walk(q, func(p *provider) bool {
-			if q.match(p) {
-				out = append(out, p)
+	take := func(c cand) bool {
+		if p := s.slots[c.idx]; q.fitsAll(p) {
+			out = append(out, p)
+		}
+		return limit <= 0 || len(out) < limit
+	}
+	if limit <= 0 || 4*limit >= len(cs) {
+		slices.SortFunc(cs, func(a, b cand) int {
+			switch {
+			case a.less(b):
+				return -1
+			case b.less(a):
+				return 1
 			}
-			return limit <= 0 || len(out) < limit
+			return 0
 		})
+		for _, c := range cs {
+			if !take(c) {
+				break
+			}
+		}
 		return out
 	}
-	h := &scored{}
-	s.walk(q, func(p *provider) bool {
-		if !q.match(p) {
-			return true
+	for i := len(cs)/2 - 1; i >= 0; i-- {
+		siftDown(cs, i)
+	}
+	for len(cs) > 0 {
+		top := cs[0]
+		cs[0] = cs[len(cs)-1]
+		cs = cs[:len(cs)-1]
+		siftDown(cs, 0)
+		if !take(top) {
+			break
 		}
-		e := scoredProvider{score(seed, p.uuid), p}
-		if limit <= 0 || h.Len() < limit {
-			heap.Push(h, e)
-		} else if h.worse((*h)[0], e) {
-			(*h)[0] = e
-			heap.Fix(h, 0)
-		}
-		return true
-	})
-	slices.SortFunc(*h, func(a, b scoredProvider) int {
-		switch {
-		case h.worse(b, a):
-			return -1
-		case h.worse(a, b):
-			return 1
-		}
-		return 0
-	})
-	out = make([]*provider, len(*h))
-	for i, e := range *h {
-		out[i] = e.p
 	}
 	return out
 }
 
-// score is the rendezvous score of a provider for a seed.
-func score(seed, uuid string) uint64 {
+func siftDown(h []cand, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].less(h[l]) {
+			m = r
+		}
+		if !h[m].less(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func seedHash(seed string) uint64 {
 	f := fnv.New64a()
 	_, _ = f.Write([]byte(seed))
-	_, _ = f.Write([]byte{0})
-	_, _ = f.Write([]byte(uuid))
-	x := f.Sum64()
+	return f.Sum64()
+}
+
+// score is the rendezvous score of a provider (by UUID key) for a seed.
+func score(seed uint64, k uuidKey) uint64 {
+	return mix(mix(seed^k.hi) ^ k.lo)
+}
+
+// mix is splitmix64's finaliser.
+func mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
-}
-
-type scoredProvider struct {
-	score uint64
-	p     *provider
-}
-
-// scored is a min-heap: the root is the worst kept candidate.
-type scored []scoredProvider
-
-func (h scored) worse(a, b scoredProvider) bool {
-	if a.score != b.score {
-		return a.score < b.score
-	}
-	return a.p.uuid > b.p.uuid
-}
-func (h scored) Len() int           { return len(h) }
-func (h scored) Less(i, j int) bool { return h.worse(h[i], h[j]) }
-func (h scored) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *scored) Push(x any)        { *h = append(*h, x.(scoredProvider)) }
-func (h *scored) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 // Candidates returns the providers that can satisfy q alone, as allocation
@@ -309,33 +325,47 @@ func (s *Store) Candidates(q CandidateQuery) ([]Candidate, error) {
 	}
 	ps := s.find(cq, q.Limit, q.Seed)
 	out := make([]Candidate, len(ps))
+	// Summaries and trait lists are carved from shared backing arrays with
+	// full slice expressions: fewer allocations, still independent slices.
+	sums := make([]ProviderSummary, len(ps))
+	ntraits := 0
+	for _, p := range ps {
+		ntraits += len(p.traits)
+	}
+	traits := make([]string, 0, ntraits)
 	for i, p := range ps {
 		res := make(map[string]int64, len(cq.resources))
 		for _, r := range cq.resources {
 			res[r.rc] = r.n
 		}
+		start := len(traits)
+		traits = append(traits, p.traits...)
+		sums[i] = p.summary(traits[start:len(traits):len(traits)])
 		out[i] = Candidate{
 			Allocations: map[string]map[string]int64{p.uuid: res},
-			Summaries:   []ProviderSummary{p.summary()},
+			Summaries:   sums[i : i+1 : i+1],
 		}
 	}
 	return out, nil
 }
 
-func (p *provider) summary() ProviderSummary {
+// summary describes p, with traits (a copy of p.traits) as its trait list.
+func (p *provider) summary(traits []string) ProviderSummary {
 	ps := ProviderSummary{
 		UUID:       p.uuid,
 		Name:       p.name,
 		RootUUID:   p.root().uuid,
 		Generation: p.gen,
 		Resources:  make(map[string]ResourceSummary, len(p.inv)),
-		Traits:     slices.Clone(p.traits),
+	}
+	if len(traits) > 0 {
+		ps.Traits = traits
 	}
 	if p.parent != nil {
 		ps.ParentUUID = p.parent.uuid
 	}
-	for rc, sl := range p.inv {
-		ps.Resources[rc] = ResourceSummary{Capacity: sl.cap, Used: sl.used}
+	for _, sl := range p.inv {
+		ps.Resources[sl.rc] = ResourceSummary{Capacity: sl.cap, Used: sl.used}
 	}
 	return ps
 }

@@ -31,13 +31,23 @@
 // instance's allocations to the custom class alone (SetAllocations replaces
 // them) frees it.
 //
+// Validation follows Placement (reserved may equal total, giving capacity
+// 0; amounts are at most 2^31-1), with three deliberate differences: an
+// inventory's max_unit may not exceed its total; changing an inventory so
+// that its capacity falls below its current usage fails with
+// ErrInventoryInUse, where Placement accepts it with a warning; and resource
+// classes and traits need no registration, any well-formed name is accepted.
+// A zero MinUnit, StepSize or AllocationRatio in an Inventory means
+// Placement's default of 1, and a zero MaxUnit means Total.
+//
 // # Generations
 //
 // Every provider has a generation, 0 at creation, incremented by every
-// change to its name, parent, inventory, traits or aggregates, and by every
-// allocation write that adds, changes or removes allocations against it.
-// Every call that changes a provider takes the generation the caller last
-// saw and fails with ErrConcurrentUpdate if it is not the current one.
+// change to its name, parent, inventory, traits or aggregates, and once by
+// every allocation write in which it appears (among the consumers' previous
+// or new allocations), as Placement does. Every call that changes an
+// existing provider takes the generation the caller last saw and fails with
+// ErrConcurrentUpdate if it is not the current one.
 //
 // Consumers have their own generation: a write for a consumer that holds no
 // allocations must pass a nil ConsumerGeneration; the first write creates
@@ -60,16 +70,21 @@
 //
 // Candidates answers Placement's GET /allocation_candidates for requests
 // satisfied by a single provider (a child provider may satisfy a request
-// alone). Providers are indexed by resource class, trait and aggregate; a
-// query walks the smallest of the posting lists that constrain it and
-// checks each provider against the rest, so its cost follows the most
-// selective constraint, not the number of providers. Without a Seed the
-// candidates come in ascending provider UUID order and the walk stops at
-// Limit. With a Seed (typically the consumer UUID) they are ordered by a
-// rendezvous hash of seed and provider UUID, highest first, ties by UUID:
-// still deterministic, but concurrent requests with different seeds are
-// spread over different providers instead of all racing for the lowest
-// UUIDs.
+// alone). Every provider has a dense internal slot number, and the store
+// keeps a bitmap per resource class (providers with at least one free unit
+// of it), per trait and per aggregate, updated incrementally by every write
+// along with the usage totals. A query intersects the bitmaps of its
+// constraints, smallest first, stopping as soon as nothing is left, removes
+// forbidden traits, and only then looks at the surviving providers to check
+// the exact amounts against min_unit, max_unit, step_size and capacity.
+//
+// Slot numbers never decide an order. Without a Seed, candidates come in
+// ascending provider UUID order. With a Seed (typically the consumer UUID)
+// they are ordered by a rendezvous hash of seed and provider UUID, highest
+// first, ties by UUID: still deterministic, but concurrent requests with
+// different seeds spread over different providers instead of all racing
+// for the lowest UUIDs. Survivors are sorted lazily (a heap), so a small
+// Limit is cheap even when many providers match.
 //
 // # Snapshots
 //

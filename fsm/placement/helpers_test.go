@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,27 +73,45 @@ func encode(t testing.TB, s *Store) []byte {
 	return b.Bytes()
 }
 
+func (p *provider) hasTrait(t string) bool {
+	_, ok := slices.BinarySearch(p.traits, t)
+	return ok
+}
+
+func (p *provider) inAggregate(a string) bool {
+	_, ok := slices.BinarySearch(p.aggs, a)
+	return ok
+}
+
 // checkInvariants recomputes every derived structure from the primary
 // state and compares.
 func checkInvariants(t testing.TB, s *Store) {
 	t.Helper()
-	used := make(map[*slot]int64)
+	used := make(map[string]int64) // provider/class → usage
 	projects := make(map[string]map[string]int64)
 	for id, c := range s.consumers {
-		if len(c.allocs) == 0 {
-			t.Fatalf("consumer %s has no allocations", id)
+		if len(c.allocs) == 0 || c.id != id {
+			t.Fatalf("consumer %s is empty or misfiled", id)
 		}
-		for pu, res := range c.allocs {
-			p := s.providers[pu]
-			if p == nil || p.consumers[id] != c {
-				t.Fatalf("consumer %s not linked from provider %s", id, pu)
+		for i, h := range c.allocs {
+			if i > 0 && c.allocs[i-1].p.uuid >= h.p.uuid {
+				t.Fatalf("consumer %s holdings out of order", id)
 			}
-			for rc, n := range res {
-				used[p.inv[rc]] += n
+			if s.providers[h.p.uuid] != h.p || !slices.Contains(h.p.consumers, c) {
+				t.Fatalf("consumer %s not linked from provider %s", id, h.p.uuid)
+			}
+			if len(h.res) == 0 {
+				t.Fatalf("consumer %s holds nothing on %s", id, h.p.uuid)
+			}
+			for j, r := range h.res {
+				if j > 0 && h.res[j-1].rc >= r.rc {
+					t.Fatalf("consumer %s classes out of order", id)
+				}
+				used[h.p.uuid+"/"+r.rc] += r.n
 				if projects[c.project] == nil {
 					projects[c.project] = map[string]int64{}
 				}
-				projects[c.project][rc] += n
+				projects[c.project][r.rc] += r.n
 			}
 		}
 	}
@@ -104,9 +123,13 @@ func checkInvariants(t testing.TB, s *Store) {
 		if s.byName[p.name] != p {
 			t.Fatalf("name index broken for %s", uuid)
 		}
-		for rc, sl := range p.inv {
-			if sl.used != used[sl] || sl.used > sl.cap || sl.cap != sl.inv.Capacity() {
-				t.Fatalf("provider %s %s: used %d recomputed %d cap %d", uuid, rc, sl.used, used[sl], sl.cap)
+		for i, sl := range p.inv {
+			rc := sl.rc
+			if i > 0 && p.inv[i-1].rc >= rc {
+				t.Fatalf("provider %s inventories out of order", uuid)
+			}
+			if u := used[uuid+"/"+rc]; sl.used != u || sl.used > sl.cap || sl.cap != sl.inv.Capacity() {
+				t.Fatalf("provider %s %s: used %d recomputed %d cap %d", uuid, rc, sl.used, u, sl.cap)
 			}
 			count["rc:"+rc]++
 		}
@@ -116,9 +139,12 @@ func checkInvariants(t testing.TB, s *Store) {
 		for _, a := range p.aggs {
 			count["a:"+a]++
 		}
-		for id := range p.consumers {
-			if s.consumers[id] == nil || s.consumers[id].allocs[uuid] == nil {
-				t.Fatalf("provider %s links consumer %s without allocations", uuid, id)
+		for i, c := range p.consumers {
+			if i > 0 && p.consumers[i-1].id >= c.id {
+				t.Fatalf("provider %s consumers out of order", uuid)
+			}
+			if s.consumers[c.id] != c || c.holding(p) == nil {
+				t.Fatalf("provider %s links consumer %s without allocations", uuid, c.id)
 			}
 		}
 		if p.parent != nil && p.parent.children[uuid] != p {
@@ -130,34 +156,54 @@ func checkInvariants(t testing.TB, s *Store) {
 			}
 		}
 	}
-	checkList := func(name string, l *plist, want int, has func(*provider) bool) {
-		if l.len() != want {
-			t.Fatalf("posting %s has %d entries, want %d", name, l.len(), want)
-		}
-		prev, n := "", 0
-		l.each(func(p *provider) bool {
+	checkPosting := func(name string, p *posting, want int, has func(*provider) bool) {
+		n := 0
+		bitmap(p.words).each(func(i int32) {
 			n++
-			if p.uuid <= prev || s.providers[p.uuid] != p || !has(p) {
-				t.Fatalf("posting %s out of order or stale at %s", name, p.uuid)
+			if int(i) >= len(s.slots) || s.slots[i] == nil || !has(s.slots[i]) {
+				t.Fatalf("posting %s holds stale slot %d", name, i)
 			}
-			prev = p.uuid
-			return true
 		})
-		if n != want {
-			t.Fatalf("posting %s iterates %d, want %d", name, n, want)
+		if n != want || p.n != want {
+			t.Fatalf("posting %s has %d (counted %d), want %d", name, p.n, n, want)
 		}
 	}
-	checkList("all", &s.all, len(s.providers), func(*provider) bool { return true })
-	for rc, l := range s.byRC {
-		checkList("rc:"+rc, l, count["rc:"+rc], func(p *provider) bool { return p.inv[rc] != nil })
+	checkPosting("live", &s.live, len(s.providers), func(*provider) bool { return true })
+	live := 0
+	for i, p := range s.slots {
+		if p == nil {
+			continue
+		}
+		live++
+		if p.idx != int32(i) || s.providers[p.uuid] != p || s.ids[i] != keyOf(p.uuid) {
+			t.Fatalf("slot %d broken", i)
+		}
+		for _, sl := range p.inv {
+			rc := sl.rc
+			if (sl.used < sl.cap) != (s.byFree[rc] != nil && s.byFree[rc].has(p.idx)) {
+				t.Fatalf("free posting of %s wrong for %s", rc, p.uuid)
+			}
+			if sl.used < sl.cap {
+				count["f:"+rc]++
+			}
+		}
 	}
-	for tr, l := range s.byTrait {
-		checkList("t:"+tr, l, count["t:"+tr], func(p *provider) bool { return p.hasTrait(tr) })
+	if live != len(s.providers) || live+len(s.free) != len(s.slots) {
+		t.Fatalf("%d live slots, %d free, %d slots, %d providers", live, len(s.free), len(s.slots), len(s.providers))
 	}
-	for a, l := range s.byAgg {
-		checkList("a:"+a, l, count["a:"+a], func(p *provider) bool { return p.inAggregate(a) })
+	for rc, p := range s.byRC {
+		checkPosting("rc:"+rc, p, count["rc:"+rc], func(p *provider) bool { return p.slot(rc) != nil })
 	}
-	if len(s.byRC)+len(s.byTrait)+len(s.byAgg) != len(count) {
-		t.Fatalf("posting maps hold %d keys, providers use %d", len(s.byRC)+len(s.byTrait)+len(s.byAgg), len(count))
+	for rc, p := range s.byFree {
+		checkPosting("f:"+rc, p, count["f:"+rc], func(p *provider) bool { return p.slot(rc) != nil })
+	}
+	for tr, p := range s.byTrait {
+		checkPosting("t:"+tr, p, count["t:"+tr], func(p *provider) bool { return p.hasTrait(tr) })
+	}
+	for a, p := range s.byAgg {
+		checkPosting("a:"+a, p, count["a:"+a], func(p *provider) bool { return p.inAggregate(a) })
+	}
+	if n := len(s.byRC) + len(s.byFree) + len(s.byTrait) + len(s.byAgg); n != len(count) {
+		t.Fatalf("posting maps hold %d keys, providers use %d", n, len(count))
 	}
 }

@@ -2,6 +2,9 @@ package placement
 
 import (
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // Inventory is a provider's stock of one resource class. A zero MinUnit,
@@ -85,7 +88,7 @@ func validInventories(uuid string, in map[string]Inventory) (map[string]Inventor
 // checkShrink returns ErrInventoryInUse if replacing the inventory of rc on
 // p with inv (nil: removing it) would leave usage above capacity.
 func checkShrink(p *provider, rc string, inv *Inventory) error {
-	sl := p.inv[rc]
+	sl := p.slot(rc)
 	if sl == nil || sl.used == 0 {
 		return nil
 	}
@@ -107,10 +110,10 @@ func checkShrink(p *provider, rc string, inv *Inventory) error {
 func consumersOf(p *provider, rc string) string {
 	n := 0
 	first := ""
-	for _, c := range sortedKeys(p.consumers) {
-		if p.consumersHold(c, rc) {
+	for _, c := range p.consumers {
+		if c.holding(p).amount(rc) > 0 {
 			if n == 0 {
-				first = c
+				first = c.id
 			}
 			n++
 		}
@@ -118,7 +121,7 @@ func consumersOf(p *provider, rc string) string {
 	if n == 1 {
 		return "consumer " + first
 	}
-	return itoa(n) + " consumers (first " + first + ")"
+	return strconv.Itoa(n) + " consumers (first " + first + ")"
 }
 
 // SetInventories replaces all of the provider's inventories; classes not in
@@ -133,25 +136,68 @@ func (s *Store) SetInventories(uuid string, gen uint64, inv map[string]Inventory
 	if err != nil {
 		return Provider{}, err
 	}
-	for _, rc := range sortedKeys(p.inv) {
+	if err := checkReplace(p, norm); err != nil {
+		return Provider{}, err
+	}
+	s.replaceInventories(p, norm)
+	p.gen++
+	return p.export(), nil
+}
+
+// SetInventoriesAndTraits replaces the provider's inventories (as
+// SetInventories) and its traits (as SetTraits) in one step with one
+// generation increment: on error, neither changes. It lets a compute host
+// or node report everything it knows at once.
+func (s *Store) SetInventoriesAndTraits(uuid string, gen uint64, inv map[string]Inventory, traits []string) (Provider, error) {
+	p, err := s.lookupGen(uuid, gen)
+	if err != nil {
+		return Provider{}, err
+	}
+	norm, err := validInventories(p.uuid, inv)
+	if err != nil {
+		return Provider{}, err
+	}
+	ts, err := validTraits(traits)
+	if err != nil {
+		return Provider{}, err
+	}
+	if err := checkReplace(p, norm); err != nil {
+		return Provider{}, err
+	}
+	s.replaceInventories(p, norm)
+	s.replaceTraits(p, ts)
+	p.gen++
+	return p.export(), nil
+}
+
+// checkReplace checks that replacing p's inventories with norm removes or
+// shrinks nothing in use.
+func checkReplace(p *provider, norm map[string]Inventory) error {
+	for _, sl := range p.inv {
 		var next *Inventory
-		if n, ok := norm[rc]; ok {
+		if n, ok := norm[sl.rc]; ok {
 			next = &n
 		}
-		if err := checkShrink(p, rc, next); err != nil {
-			return Provider{}, err
+		if err := checkShrink(p, sl.rc, next); err != nil {
+			return err
 		}
 	}
-	for _, rc := range sortedKeys(p.inv) {
-		if _, keep := norm[rc]; !keep {
-			s.dropInventory(p, rc)
+	return nil
+}
+
+func (s *Store) replaceInventories(p *provider, norm map[string]Inventory) {
+	var drop []string
+	for _, sl := range p.inv {
+		if _, keep := norm[sl.rc]; !keep {
+			drop = append(drop, sl.rc)
 		}
+	}
+	for _, rc := range drop {
+		s.dropInventory(p, rc)
 	}
 	for _, rc := range sortedKeys(norm) {
 		s.putInventory(p, rc, norm[rc])
 	}
-	p.gen++
-	return p.export(), nil
 }
 
 // SetInventory creates or replaces the provider's inventory of one class.
@@ -182,7 +228,7 @@ func (s *Store) DeleteInventory(uuid string, gen uint64, rc string) (Provider, e
 	if err != nil {
 		return Provider{}, err
 	}
-	if p.inv[rc] == nil {
+	if p.slot(rc) == nil {
 		return Provider{}, newErr(ErrNotFound, "",
 			"resource provider %s (%s) has no inventory of class %s", p.uuid, p.name, rc)
 	}
@@ -196,22 +242,24 @@ func (s *Store) DeleteInventory(uuid string, gen uint64, rc string) (Provider, e
 
 // putInventory stores a validated inventory, keeping the usage.
 func (s *Store) putInventory(p *provider, rc string, inv Inventory) {
-	if p.inv == nil {
-		p.inv = make(map[string]*slot)
-	}
-	sl := p.inv[rc]
+	sl := p.slot(rc)
 	if sl == nil {
-		sl = &slot{}
-		p.inv[rc] = sl
-		s.byRC.add(rc, p)
+		i, _ := slices.BinarySearchFunc(p.inv, rc, func(x slot, rc string) int { return strings.Compare(x.rc, rc) })
+		p.inv = slices.Insert(p.inv, i, slot{rc: s.byRC.add(rc, p.idx)})
+		sl = &p.inv[i]
 	}
 	sl.inv = inv
 	sl.cap = inv.Capacity()
+	s.refreshFree(p, rc)
 }
 
 func (s *Store) dropInventory(p *provider, rc string) {
-	delete(p.inv, rc)
-	s.byRC.del(rc, p)
+	p.inv = slices.DeleteFunc(p.inv, func(x slot) bool { return x.rc == rc })
+	if len(p.inv) == 0 {
+		p.inv = nil
+	}
+	s.byRC.del(rc, p.idx)
+	s.byFree.del(rc, p.idx)
 }
 
 // Usages returns the provider's usage of every class it has inventory of
@@ -222,8 +270,8 @@ func (s *Store) Usages(uuid string) (map[string]int64, error) {
 		return nil, err
 	}
 	out := make(map[string]int64, len(p.inv))
-	for rc, sl := range p.inv {
-		out[rc] = sl.used
+	for _, sl := range p.inv {
+		out[sl.rc] = sl.used
 	}
 	return out, nil
 }

@@ -13,8 +13,8 @@ func TestCapacity(t *testing.T) {
 		{Inventory{Total: 8, Reserved: 2, AllocationRatio: 16}, 96},
 		{Inventory{Total: 8, AllocationRatio: 1}, 8},
 		{Inventory{Total: 1, Reserved: 1, AllocationRatio: 1}, 0},
-		{Inventory{Total: 3, AllocationRatio: 1.5}, 4},    // 4.5 truncated
-		{Inventory{Total: 7, AllocationRatio: 0.9}, 6},    // 6.3 truncated
+		{Inventory{Total: 3, AllocationRatio: 1.5}, 4}, // 4.5 truncated
+		{Inventory{Total: 7, AllocationRatio: 0.9}, 6}, // 6.3 truncated
 		{Inventory{Total: 16384, Reserved: 512, AllocationRatio: 1.5}, 23808},
 		{Inventory{Total: MaxAmount, AllocationRatio: MaxAllocationRatio}, math.MaxInt64},
 	} {
@@ -123,6 +123,31 @@ func TestInventoryInUse(t *testing.T) {
 	u, _ = s.Usages(rp(1))
 	if len(u) != 0 {
 		t.Fatalf("usages after clearing %v", u)
+	}
+	checkInvariants(t, s)
+}
+
+func TestSetInventoriesAndTraits(t *testing.T) {
+	s := New()
+	mustCreate(t, s, 1, "", vmInv(8, 8192, 80), "CUSTOM_OLD")
+	if err := s.SetAllocations(cid(1), alloc("p", nil, map[string]map[string]int64{rp(1): {"VCPU": 2}})); err != nil {
+		t.Fatal(err)
+	}
+	g := gen(t, s, rp(1))
+	before := encode(t, s)
+	// A bad trait or an in-use removal changes neither half.
+	_, err := s.SetInventoriesAndTraits(rp(1), g, map[string]Inventory{"VCPU": {Total: 8}}, []string{"bad"})
+	wantErr(t, err, ErrInvalid)
+	_, err = s.SetInventoriesAndTraits(rp(1), g, map[string]Inventory{"DISK_GB": {Total: 8}}, []string{"CUSTOM_NEW"})
+	wantErr(t, err, ErrInventoryInUse, "VCPU")
+	_, err = s.SetInventoriesAndTraits(rp(1), g+1, nil, nil)
+	wantErr(t, err, ErrConcurrentUpdate)
+	if string(encode(t, s)) != string(before) {
+		t.Fatal("a failed update changed the store")
+	}
+	p, err := s.SetInventoriesAndTraits(rp(1), g, map[string]Inventory{"VCPU": {Total: 4}}, []string{"CUSTOM_NEW"})
+	if err != nil || p.Generation != g+1 || len(p.Inventories) != 1 || p.Traits[0] != "CUSTOM_NEW" {
+		t.Fatalf("update: %+v %v", p, err)
 	}
 	checkInvariants(t, s)
 }

@@ -23,21 +23,34 @@ type Provider struct {
 
 // provider is the stored form of a resource provider.
 type provider struct {
+	idx        int32 // slot number, see index.go
 	uuid, name string
 	parent     *provider
 	gen        uint64
 	traits     []string // sorted set
 	aggs       []string // sorted set
-	inv        map[string]*slot
+	inv        []slot   // sorted by class
 	children   map[string]*provider
-	consumers  map[string]*consumer // consumers with allocations here
+	consumers  []*consumer // consumers with allocations here, sorted by UUID
 }
 
 // slot is one inventory with its current usage.
 type slot struct {
+	rc   string
 	inv  Inventory
 	cap  int64
 	used int64
+}
+
+// slot returns the inventory of class rc, or nil. The pointer is valid
+// until the provider's inventory set changes.
+func (p *provider) slot(rc string) *slot {
+	for i := range p.inv {
+		if p.inv[i].rc == rc {
+			return &p.inv[i]
+		}
+	}
+	return nil
 }
 
 func (p *provider) root() *provider {
@@ -45,16 +58,6 @@ func (p *provider) root() *provider {
 		p = p.parent
 	}
 	return p
-}
-
-func (p *provider) hasTrait(t string) bool {
-	_, ok := slices.BinarySearch(p.traits, t)
-	return ok
-}
-
-func (p *provider) inAggregate(a string) bool {
-	_, ok := slices.BinarySearch(p.aggs, a)
-	return ok
 }
 
 func (p *provider) export() Provider {
@@ -71,8 +74,8 @@ func (p *provider) export() Provider {
 	}
 	if len(p.inv) > 0 {
 		out.Inventories = make(map[string]Inventory, len(p.inv))
-		for rc, s := range p.inv {
-			out.Inventories[rc] = s.inv
+		for _, sl := range p.inv {
+			out.Inventories[sl.rc] = sl.inv
 		}
 	}
 	return out
@@ -84,8 +87,12 @@ func (p *provider) export() Provider {
 type Store struct {
 	providers map[string]*provider
 	byName    map[string]*provider
-	all       plist
-	byRC      postings
+	slots     []*provider // slot → provider, nil when free
+	ids       []uuidKey   // slot → UUID key
+	free      []int32     // free slots, reused last-in first-out
+	live      posting     // every provider
+	byRC      postings    // class → providers with inventory of it
+	byFree    postings    // class → providers with at least one unit free
 	byTrait   postings
 	byAgg     postings
 	consumers map[string]*consumer
@@ -98,6 +105,7 @@ func New() *Store {
 		providers: make(map[string]*provider),
 		byName:    make(map[string]*provider),
 		byRC:      make(postings),
+		byFree:    make(postings),
 		byTrait:   make(postings),
 		byAgg:     make(postings),
 		consumers: make(map[string]*consumer),
@@ -196,11 +204,11 @@ func (s *Store) CreateProvider(p Provider) (Provider, error) {
 	return np.export(), nil
 }
 
-// insert links a new provider into the maps, its parent and the UUID list.
+// insert links a new provider into the maps, its parent and the slots.
 func (s *Store) insert(p *provider) {
 	s.providers[p.uuid] = p
 	s.byName[p.name] = p
-	s.all.insert(p)
+	s.allocSlot(p)
 	if p.parent != nil {
 		p.parent.addChild(p)
 	}
@@ -284,20 +292,20 @@ func (s *Store) DeleteProvider(uuid string, gen uint64) error {
 				"delete or re-parent them first", p.uuid, p.name, len(kids), kids[0])
 	}
 	if len(p.consumers) > 0 {
-		cs := sortedKeys(p.consumers)
 		return newErr(ErrInUse, CodeProviderInUse,
 			"cannot delete resource provider %s (%s): %d consumer(s) hold allocations against it, "+
-				"first %s; remove their allocations first", p.uuid, p.name, len(cs), cs[0])
+				"first %s; remove their allocations first", p.uuid, p.name, len(p.consumers), p.consumers[0].id)
 	}
 	s.replaceTraits(p, nil)
 	s.replaceAggregates(p, nil)
-	for rc := range p.inv {
-		s.byRC.del(rc, p)
+	for _, sl := range p.inv {
+		s.byRC.del(sl.rc, p.idx)
+		s.byFree.del(sl.rc, p.idx)
 	}
 	if p.parent != nil {
 		delete(p.parent.children, p.uuid)
 	}
-	s.all.remove(p)
+	s.freeSlot(p)
 	delete(s.byName, p.name)
 	delete(s.providers, p.uuid)
 	return nil
@@ -345,21 +353,21 @@ func (s *Store) SetAggregates(uuid string, gen uint64, aggregates []string) (Pro
 
 func (s *Store) replaceTraits(p *provider, traits []string) {
 	for _, t := range p.traits {
-		s.byTrait.del(t, p)
+		s.byTrait.del(t, p.idx)
 	}
 	p.traits = traits
-	for _, t := range traits {
-		s.byTrait.add(t, p)
+	for i, t := range traits {
+		traits[i] = s.byTrait.add(t, p.idx)
 	}
 }
 
 func (s *Store) replaceAggregates(p *provider, aggs []string) {
 	for _, a := range p.aggs {
-		s.byAgg.del(a, p)
+		s.byAgg.del(a, p.idx)
 	}
 	p.aggs = aggs
-	for _, a := range aggs {
-		s.byAgg.add(a, p)
+	for i, a := range aggs {
+		aggs[i] = s.byAgg.add(a, p.idx)
 	}
 }
 
