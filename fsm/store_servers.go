@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"github.com/corral-dev/corral/fsm/placement"
 	"slices"
 	"strings"
 )
@@ -119,4 +120,27 @@ func (s *Store) PlanReassign(host string) []Move {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return PlanReassign(s.st, host)
+}
+
+// LegacyInventory reports whether node providers report standard classes.
+func (s *Store) LegacyInventory() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.legacyInventory
+}
+
+// Placement returns a copy of the placement state, for reads that need
+// more than one call to be consistent.
+func (s *Store) Placement() *placement.Store {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.placement.Clone()
+}
+
+// PlacementRead runs f on the live placement state under the read lock;
+// f must not keep or change it.
+func (s *Store) PlacementRead(f func(p *placement.Store)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f(s.st.placement)
 }

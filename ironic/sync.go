@@ -19,6 +19,7 @@ type NodeSync struct {
 	c        Cluster
 	ir       Ironic
 	interval time.Duration
+	legacy   bool // node providers also report VCPU, MEMORY_MB, DISK_GB
 	log      *slog.Logger
 	duration prometheus.Histogram
 	errs     prometheus.Counter
@@ -29,13 +30,19 @@ const maxSyncBatch = 500
 
 // NewNodeSync returns a sync running every interval (default 5 s).
 func NewNodeSync(c Cluster, ir Ironic, interval time.Duration, logger *slog.Logger, reg prometheus.Registerer) (*NodeSync, error) {
+	return NewNodeSyncLegacy(c, ir, interval, false, logger, reg)
+}
+
+// NewNodeSyncLegacy is NewNodeSync with [workarounds]
+// report_ironic_standard_resource_class_inventory.
+func NewNodeSyncLegacy(c Cluster, ir Ironic, interval time.Duration, legacy bool, logger *slog.Logger, reg prometheus.Registerer) (*NodeSync, error) {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &NodeSync{c: c, ir: ir, interval: interval, log: logger.With("component", "node-sync"),
+	s := &NodeSync{c: c, ir: ir, interval: interval, legacy: legacy, log: logger.With("component", "node-sync"),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "corral_node_sync_duration_seconds", Help: "Time to list Ironic's nodes and commit the changes (leader).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
@@ -81,8 +88,10 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 		return err
 	}
 	mirror := map[string]fsm.Node{}
+	conflicts := map[string]bool{}
 	for _, n := range s.c.Store().Nodes() {
 		mirror[n.UUID] = n
+		conflicts[n.UUID] = n.InventoryConflict != ""
 	}
 	seen := map[string]bool{}
 	var upserts []fsm.Node
@@ -100,8 +109,19 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 			missing = append(missing, id)
 		}
 	}
-	for len(upserts) > 0 || len(missing) > 0 {
+	legacy := s.legacy
+	flagChanged := s.c.Store().LegacyInventory() != legacy
+	retry := false
+	for _, c := range conflicts {
+		retry = retry || c
+	}
+	first := true
+	for len(upserts) > 0 || len(missing) > 0 || (first && (flagChanged || retry)) {
 		cmd := &fsm.SyncNodes{}
+		if first {
+			cmd.LegacyInventory = &legacy
+			first = false
+		}
 		k := min(len(upserts), maxSyncBatch)
 		cmd.Upserts, upserts = upserts[:k], upserts[k:]
 		if len(upserts) == 0 {
@@ -112,6 +132,14 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 		}
 		if len(cmd.Upserts)+len(cmd.Missing) > 0 {
 			s.log.Debug("node mirror updated", "changed", len(cmd.Upserts), "missing", len(cmd.Missing))
+		}
+	}
+	// Report each node whose provider Placement refused once, not at
+	// every sync.
+	for _, n := range s.c.Store().Nodes() {
+		if n.InventoryConflict != "" && !conflicts[n.UUID] {
+			s.log.Warn("Placement refused a node provider's inventory; corral retries at every sync (run the Ironic flavor migration if instances still hold standard classes)",
+				"node", n.UUID, "reason", n.InventoryConflict)
 		}
 	}
 	s.duration.Observe(time.Since(start).Seconds())

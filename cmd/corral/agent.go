@@ -107,13 +107,23 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	go func() { a.served <- a.srv.Serve(ln) }()
 	bgctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	if cfg.Ironic.URL != "" {
+	hypervisor := cfg.Kind == fsm.KindHypervisor
+	if hypervisor {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			runIronic(bgctx, cfg.Ironic, node, reg, logger)
+			runHypervisor(bgctx, cfg, node, reg, logger)
 		}()
-	} else {
+	}
+	if cfg.Ironic.URL != "" {
+		// Every peer that knows Ironic keeps the node mirror when it leads;
+		// only ironic hosts build bare-metal servers.
+		a.bg.Add(1)
+		go func() {
+			defer a.bg.Done()
+			runIronic(bgctx, cfg.Ironic, cfg.LegacyInventory, !hypervisor, node, reg, logger)
+		}()
+	} else if !hypervisor {
 		logger.Warn("no [ironic] url: this host will not build servers")
 	}
 	logger.Info("API listening", "addr", "http://"+cfg.apiAddr())

@@ -47,6 +47,16 @@ type agentConfig struct {
 	PeerToken        string
 	Ironic           ironicConfig
 	Failover         failoverConfig
+	Hypervisor       hypervisorConfig
+	// LegacyInventory is [workarounds]
+	// report_ironic_standard_resource_class_inventory.
+	LegacyInventory bool
+}
+
+// hypervisorConfig is the [hypervisor] section (hosts of kind hypervisor).
+type hypervisorConfig struct {
+	VCPUs, MemoryMB, DiskGB                                     int
+	CPUAllocationRatio, RAMAllocationRatio, DiskAllocationRatio float64
 }
 
 // failoverConfig is the [failover] section.
@@ -76,6 +86,8 @@ func defaultAgentConfig() agentConfig {
 		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, RequestTimeout: 30 * time.Second,
 			DeployTimeout: 30 * time.Minute, Workers: 8, MaxVersion: "1.82"},
 		Failover: failoverConfig{DownGrace: 1500 * time.Millisecond, UpGrace: time.Second, FreezeFraction: 0.5},
+		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,
+			RAMAllocationRatio: 1.5, DiskAllocationRatio: 1},
 	}
 }
 
@@ -135,6 +147,17 @@ func fraction(p func(c *agentConfig) *float64) func(*agentConfig, string) error 
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f <= 0 || f > 1 {
 			return fmt.Errorf("%q is not a number in (0, 1]", v)
+		}
+		*p(c) = f
+		return nil
+	}
+}
+
+func ratio(p func(c *agentConfig) *float64) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f <= 0 || f > 1000 {
+			return fmt.Errorf("%q is not a ratio in (0, 1000]", v)
 		}
 		*p(c) = f
 		return nil
@@ -203,6 +226,13 @@ var options = []option{
 	{section: "failover", key: "down_grace", usage: "how long a host must be dead in gossip before the leader marks it down", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.DownGrace })},
 	{section: "failover", key: "up_grace", usage: "how long a returning host must stay alive before it is up again", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.UpGrace })},
 	{section: "failover", key: "freeze_fraction", usage: "freeze failover when more than this share of up hosts is lost at once", set: fraction(func(c *agentConfig) *float64 { return &c.Failover.FreezeFraction })},
+	{section: "workarounds", key: "report_ironic_standard_resource_class_inventory", usage: "Ironic node providers also report VCPU, MEMORY_MB and DISK_GB (legacy; dangerous)", set: boolean(func(c *agentConfig) *bool { return &c.LegacyInventory })},
+	{section: "hypervisor", key: "vcpus", usage: "VCPU inventory of a hypervisor host", set: integer(func(c *agentConfig) *int { return &c.Hypervisor.VCPUs }, 1, 1<<20)},
+	{section: "hypervisor", key: "memory_mb", usage: "MEMORY_MB inventory of a hypervisor host", set: integer(func(c *agentConfig) *int { return &c.Hypervisor.MemoryMB }, 1, 1<<30)},
+	{section: "hypervisor", key: "disk_gb", usage: "DISK_GB inventory of a hypervisor host", set: integer(func(c *agentConfig) *int { return &c.Hypervisor.DiskGB }, 1, 1<<30)},
+	{section: "hypervisor", key: "cpu_allocation_ratio", usage: "VCPU overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.CPUAllocationRatio })},
+	{section: "hypervisor", key: "ram_allocation_ratio", usage: "MEMORY_MB overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.RAMAllocationRatio })},
+	{section: "hypervisor", key: "disk_allocation_ratio", usage: "DISK_GB overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.DiskAllocationRatio })},
 	{section: "auth", key: "peer_token", usage: "token peers use to forward to the leader (default: the first admin token)", set: str(func(c *agentConfig) *string { return &c.PeerToken })},
 }
 

@@ -226,7 +226,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "unknown key in a one-key section", file: "[api]\nlisten = x\n", env: ok,
 			want: []string{"unknown option [api] listen", "known keys in [api]: port)"}, not: []string{"did you mean"}},
 		{name: "unknown section", file: "[gosip]\nport = 7000\n", env: ok,
-			want: []string{"unknown option [gosip] port", "[gosip] is not a section", "known sections: DEFAULT, api, auth, failover, gossip, "}},
+			want: []string{"unknown option [gosip] port", "[gosip] is not a section", "known sections: DEFAULT, api, auth, failover, gossip, hypervisor, "}},
 		{name: "section names are case-sensitive", file: "[Raft]\nport = 7000\n", env: ok,
 			want: []string{"[Raft] is not a section"}},
 		{name: "bad duration", file: "[raft]\nheartbeat_timeout = 5\n", env: ok,
@@ -375,6 +375,17 @@ max_version = 1.80
 down_grace = 3s
 up_grace = 2s
 freeze_fraction = 0.4
+
+[workarounds]
+report_ironic_standard_resource_class_inventory = true
+
+[hypervisor]
+vcpus = 32
+memory_mb = 131072
+disk_gb = 900
+cpu_allocation_ratio = 8
+ram_allocation_ratio = 1.2
+disk_allocation_ratio = 1.1
 `
 
 func TestConfigFullExample(t *testing.T) {
@@ -398,6 +409,9 @@ func TestConfigFullExample(t *testing.T) {
 		Ironic: ironicConfig{URL: "http://10.1.2.10:6385", Reservation: "allocations", SyncInterval: 10 * time.Second,
 			RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80"},
 		Failover: failoverConfig{DownGrace: 3 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
+		Hypervisor: hypervisorConfig{VCPUs: 32, MemoryMB: 131072, DiskGB: 900, CPUAllocationRatio: 8,
+			RAMAllocationRatio: 1.2, DiskAllocationRatio: 1.1},
+		LegacyInventory: true,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("full example:\n got %+v\nwant %+v", c, want)

@@ -14,7 +14,7 @@ import (
 
 // runIronic connects to Ironic (retrying until it answers) and then runs
 // this host's driver and the leader's node sync until ctx ends.
-func runIronic(ctx context.Context, cfg ironicConfig, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
+func runIronic(ctx context.Context, cfg ironicConfig, legacy, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
 	log := logger.With("component", "ironic", "url", cfg.URL)
 	var client *ironic.Client
 	backoff := 500 * time.Millisecond
@@ -45,12 +45,16 @@ func runIronic(ctx context.Context, cfg ironicConfig, node *cluster.Node, reg pr
 		log.Error("cannot start the compute manager", "err", err)
 		return
 	}
-	sync, err := ironic.NewNodeSync(node, client, cfg.SyncInterval, logger, reg)
+	sync, err := ironic.NewNodeSyncLegacy(node, client, cfg.SyncInterval, legacy, logger, reg)
 	if err != nil {
 		log.Error("cannot start the node sync", "err", err)
 		return
 	}
-	log.Info("connected to Ironic", "microversion", client.Version(), "reservation", virt.Mode())
+	log.Info("connected to Ironic", "microversion", client.Version(), "reservation", virt.Mode(), "builds_servers", build)
+	if !build {
+		sync.Run(ctx)
+		return
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
