@@ -40,7 +40,10 @@ type ErrorDetail struct {
 // classify is the one place that maps an error to an HTTP status and a kind.
 func classify(err error) (int, string) {
 	var he *echo.HTTPError
+	var pe *placementError
 	switch {
+	case errors.As(err, &pe):
+		return pe.status, pe.code
 	case errors.As(err, &he):
 		return he.Code, strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
 	case errors.Is(err, ErrBadRequest), errors.Is(err, fsm.ErrInvalid), errors.Is(err, cluster.ErrBadConsistency):
@@ -112,6 +115,17 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var body any
 	path := c.Request().URL.Path
 	switch {
+	case strings.HasPrefix(path, placementPrefix):
+		pcode := "placement.undefined_code"
+		var pe *placementError
+		switch {
+		case errors.As(err, &pe) && pe.code != "":
+			pcode = pe.code
+		case code == http.StatusForbidden:
+			pcode = "placement.corral_owned"
+		}
+		body = map[string]any{"errors": []map[string]any{{"status": code, "code": pcode,
+			"title": http.StatusText(code), "detail": msg, "request_id": rid}}}
 	case strings.HasPrefix(path, novaPrefix):
 		body = map[string]any{novaErrorKey(code): map[string]any{"code": code, "message": msg}}
 	case strings.HasPrefix(path, cluster.ForwardApplyPath), strings.HasPrefix(path, cluster.ForwardReadIndexPath):

@@ -116,12 +116,14 @@ func (s *Server) routes() {
 	e.GET("/v1/nodes", s.listNodes)
 	e.GET("/v1/reservations", s.listReservations)
 	e.GET("/v1/networks", s.listNetworks)
+	e.POST("/v1/manage/ironic-flavor-migration", s.flavorMigration)
 	e.POST("/v1/agent/leave", s.leave)
 	s.ownershipRoutes(e)
 	e.POST(cluster.ForwardApplyPath, s.forwardApply)
 	e.GET(cluster.ForwardReadIndexPath, s.forwardReadIndex)
 
 	s.novaRoutes(e.Group(novaPrefix, s.novaVersionMiddleware))
+	s.placementRoutes(e)
 }
 
 var reqIDRE = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic/sim"
 	"net"
 	"os"
@@ -22,7 +23,7 @@ import (
 )
 
 func newDevCmd() *cobra.Command {
-	var peers, httpPort, nodes int
+	var peers, hypervisors, httpPort, nodes int
 	var baseIP, dataDir, logLevel, ironicURL string
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -37,8 +38,8 @@ temporary directory unless --data-dir is given.`,
 			if ip == nil {
 				return &exitError{code: 2, err: fmt.Errorf("--base-ip %q is not an IPv4 address", baseIP)}
 			}
-			if peers < 1 || peers > 9 {
-				return &exitError{code: 2, err: fmt.Errorf("--peers %d must be between 1 and 9", peers)}
+			if peers < 1 || peers+hypervisors > 9 || hypervisors < 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--peers %d plus --hypervisors %d must be between 1 and 9", peers, hypervisors)}
 			}
 			token := os.Getenv("CORRAL_ADMIN_TOKEN")
 			if token == "" {
@@ -72,16 +73,20 @@ temporary directory unless --data-dir is given.`,
 				return errors.Join(errs...)
 			}
 			var seed string
-			for i := 0; i < peers; i++ {
+			for i := 0; i < peers+hypervisors; i++ {
 				addr := net.IPv4(ip[0], ip[1], ip[2], ip[3]+byte(i)).String()
 				cfg := defaultAgentConfig()
 				cfg.Name = fmt.Sprintf("corral-%d", i+1)
+				if i >= peers {
+					cfg.Name = fmt.Sprintf("hv-%d", i-peers+1)
+					cfg.Kind = fsm.KindHypervisor
+				}
 				cfg.DataDir = filepath.Join(dataDir, cfg.Name)
 				cfg.Bind = addr
 				cfg.HTTPPort = httpPort
 				cfg.RaftPort = httpPort + 1
 				cfg.GossipPort = httpPort + 2
-				cfg.BootstrapExpect = peers
+				cfg.BootstrapExpect = peers + hypervisors
 				cfg.AdminTokens = []string{token}
 				cfg.LogLevel = logLevel
 				cfg.Ironic.URL = ironicURL
@@ -111,7 +116,7 @@ temporary directory unless --data-dir is given.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "corral dev: %d peers up (data in %s), Ironic at %s\n", peers, dataDir, ironicURL)
+			fmt.Fprintf(out, "corral dev: %d ironic peers and %d hypervisor peers up (data in %s), Ironic at %s\n", peers, hypervisors, dataDir, ironicURL)
 			for _, a := range agents {
 				fmt.Fprintf(out, "  %-9s http://%s\n", a.cfg.Name, a.cfg.apiAddr())
 			}
@@ -124,7 +129,8 @@ temporary directory unless --data-dir is given.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&peers, "peers", 3, "number of peers")
+	f.IntVar(&peers, "peers", 3, "number of ironic peers (bare-metal compute hosts)")
+	f.IntVar(&hypervisors, "hypervisors", 1, "number of hypervisor peers (fake VM driver)")
 	f.StringVar(&baseIP, "base-ip", "127.0.0.2", "address of the first peer; the next ones count up")
 	f.IntVar(&httpPort, "http-port", defaultHTTPPort, "API port of every peer (raft +1, gossip +2)")
 	f.StringVar(&dataDir, "data-dir", "", "keep data here instead of a temporary directory")
@@ -193,6 +199,10 @@ func createDevFlavors(addr, token string) error {
 		if err := c.Do(ctx, "POST", "/compute/v2.1/flavors/"+f.name+"/os-extra_specs", specs, nil); err != nil {
 			return fmt.Errorf("set properties of flavor %s: %w", f.name, err)
 		}
+	}
+	body := map[string]any{"flavor": map[string]any{"name": "vm-tiny", "id": "vm-tiny", "vcpus": 1, "ram": 1024, "disk": 1}}
+	if err := c.Do(ctx, "POST", "/compute/v2.1/flavors", body, nil); err != nil && !client.IsStatus(err, http.StatusConflict) {
+		return fmt.Errorf("create flavor vm-tiny: %w", err)
 	}
 	return nil
 }

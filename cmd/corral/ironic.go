@@ -40,11 +40,6 @@ func runIronic(ctx context.Context, cfg ironicConfig, legacy, build bool, node *
 		log.Error("cannot start the Ironic driver: servers of this host will not be built", "err", err)
 		return
 	}
-	drv, err := compute.New(compute.Config{Workers: cfg.Workers, Logger: logger, Registerer: reg}, node, virt)
-	if err != nil {
-		log.Error("cannot start the compute manager", "err", err)
-		return
-	}
 	sync, err := ironic.NewNodeSyncLegacy(node, client, cfg.SyncInterval, legacy, logger, reg)
 	if err != nil {
 		log.Error("cannot start the node sync", "err", err)
@@ -53,6 +48,11 @@ func runIronic(ctx context.Context, cfg ironicConfig, legacy, build bool, node *
 	log.Info("connected to Ironic", "microversion", client.Version(), "reservation", virt.Mode(), "builds_servers", build)
 	if !build {
 		sync.Run(ctx)
+		return
+	}
+	drv, err := compute.New(compute.Config{Workers: cfg.Workers, Logger: logger, Registerer: reg}, node, virt)
+	if err != nil {
+		log.Error("cannot start the compute manager", "err", err)
 		return
 	}
 	done := make(chan struct{})

@@ -56,7 +56,8 @@ func newRootCmd() *cobra.Command {
 	pf.StringVarP(&o.format, "format", "f", "table", "output format: table or json")
 	pf.StringVar(&o.consistency, "consistency", "", "read consistency: stale, default or linearizable")
 	root.AddCommand(newAgentCmd(), newDevCmd(), newMembersCmd(o), newRaftCmd(o), newHostCmd(o),
-		newFlavorCmd(o), newLeaveCmd(o), newServerCmd(o), newNodeCmd(o), newSimCmd(), newPlanCmd(o))
+		newFlavorCmd(o), newLeaveCmd(o), newServerCmd(o), newNodeCmd(o), newSimCmd(), newPlanCmd(o),
+		newManageCmd(o), newProviderCmd(o))
 	return root
 }
 
