@@ -176,7 +176,7 @@ func (n *Node) reconcileOwners(ctx context.Context, fo *failover) error {
 		if reason == "" || load[h.Name] == 0 {
 			continue
 		}
-		if len(n.store.PlanReassign(h.Name)) == 0 {
+		if len(n.store.PlanReassign(h.Name, n.goneHosts()...)) == 0 {
 			if !fo.stuck[h.Name] {
 				fo.stuck[h.Name] = true
 				n.log.Error("servers of a host cannot move: no other up, undrained host of its kind", "host", h.Name, "servers", load[h.Name])

@@ -101,6 +101,7 @@ func New(cfg Config) (*Node, error) {
 		"kind", cfg.Kind, "existing_state", hasState, "bootstrap_expect", cfg.BootstrapExpect)
 
 	n.goLoop(func() { n.leadershipLoop(notify) })
+	n.goLoop(n.reconnectLoop)
 	if len(cfg.Join) > 0 {
 		n.goLoop(n.joinLoop)
 	}

@@ -132,6 +132,7 @@ func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) 
 
 func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
 	cmd.Header().At = time.Now().UTC()
+	fsm.AvoidHosts(cmd, n.goneHosts())
 	n.store.Prepare(cmd)
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -294,4 +295,17 @@ func (n *Node) appliedThrough(idx uint64) bool {
 		}
 	}
 	return true
+}
+
+// goneHosts are the members this peer's gossip sees dead or departed: a
+// leader must not place servers on them even before the log says so (a
+// new leader's predecessor, typically).
+func (n *Node) goneHosts() []string {
+	var out []string
+	for _, m := range n.gossip.snapshot() {
+		if m.Status == MemberDead || m.Status == MemberLeft {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }

@@ -95,6 +95,22 @@ type leaderPrepared interface {
 	reset()
 }
 
+// hostAvoider is implemented by commands whose leader decisions should
+// avoid some hosts the state still shows up (gossip already sees them
+// dead): the leader records the list in the command, so Apply and every
+// replica see the same decision.
+type hostAvoider interface {
+	avoid(hosts []string)
+}
+
+// AvoidHosts records, in a command that places servers, hosts the leader
+// must not choose (dead to gossip, not yet down in the log).
+func AvoidHosts(c Command, hosts []string) {
+	if a, ok := c.(hostAvoider); ok && len(hosts) > 0 {
+		a.avoid(hosts)
+	}
+}
+
 // ErrStaleDecision is returned when a decision the leader prepared (a
 // placement, a claim) no longer holds when the entry applies, because
 // entries prepared at the same time took the resources first. The leader

@@ -43,7 +43,11 @@ type ReassignServers struct {
 	From   string `json:"from,omitempty"`
 	Reason string `json:"reason"`
 	Moves  []Move `json:"moves"`
+	// Avoid are hosts the plan must not use (dead to gossip, not yet down).
+	Avoid []string `json:"avoid,omitempty"`
 }
+
+func (c *ReassignServers) avoid(hosts []string) { c.Avoid = hosts }
 
 // Type implements Command.
 func (*ReassignServers) Type() CommandType { return CmdReassignServers }
@@ -69,7 +73,7 @@ func applySetHostDrain(st *state, c *SetHostDrain) (any, error) {
 // PlanReassign returns the moves that would take every live server of
 // host onto the other up, undrained hosts of its kind: the same function
 // the leader commits with, for dry runs.
-func PlanReassign(st *state, host string) []Move {
+func PlanReassign(st *state, host string, avoid ...string) []Move {
 	if st.hosts[host].Kind == KindHypervisor {
 		return nil // VMs live on their hypervisor's resources: they cannot move to another host
 	}
@@ -86,7 +90,7 @@ func PlanReassign(st *state, host string) []Move {
 		return nil
 	}
 	var cands []plan.Candidate
-	for _, c := range placementCandidates(st, KindIronic) {
+	for _, c := range placementCandidates(st, KindIronic, avoid...) {
 		if c.Name != host {
 			cands = append(cands, c)
 		}
@@ -106,7 +110,7 @@ func (c *ReassignServers) reset() {
 
 func (c *ReassignServers) prepare(st *state) {
 	if len(c.Moves) == 0 && c.From != "" {
-		c.Moves = PlanReassign(st, c.From)
+		c.Moves = PlanReassign(st, c.From, c.Avoid...)
 		return
 	}
 	for i, m := range c.Moves {

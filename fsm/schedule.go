@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,7 +76,7 @@ func schedule(st *state, c *CreateServer) {
 	hostOf := map[string]string{}
 	for _, name := range sortedKeys(st.hosts) {
 		h := st.hosts[name]
-		if h.Kind == KindHypervisor && h.Status == HostUp && !h.Drained {
+		if h.Kind == KindHypervisor && h.Status == HostUp && !h.Drained && !slices.Contains(c.Avoid, name) {
 			hostOf[HostProviderUUID(name)] = name
 		}
 	}
@@ -104,7 +105,7 @@ func schedule(st *state, c *CreateServer) {
 		c.Host = plan.ChooseHost(vmHosts, c.ID)
 		c.Claim = vmClaim[c.Host]
 	case nodeClaim != nil:
-		c.Host = plan.ChooseHost(placementCandidates(st, KindIronic), c.ID)
+		c.Host = plan.ChooseHost(placementCandidates(st, KindIronic, c.Avoid...), c.ID)
 		if c.Host == "" {
 			c.NoValidHost = "No valid host was found. No compute host of kind ironic is up: check `corral host list`."
 			return

@@ -109,7 +109,11 @@ type CreateServer struct {
 	// NoValidHost says why scheduling found nothing (the server is then
 	// recorded in ERROR).
 	NoValidHost string `json:"no_valid_host,omitempty"`
+	// Avoid are hosts the leader must not choose (dead to gossip).
+	Avoid []string `json:"avoid,omitempty"`
 }
+
+func (c *CreateServer) avoid(hosts []string) { c.Avoid = hosts }
 
 // Type implements Command.
 func (*CreateServer) Type() CommandType { return CmdCreateServer }
@@ -157,13 +161,14 @@ func hostLoad(st *state) map[string]int {
 	return n
 }
 
-// placementCandidates are the up hosts of the kind, with their load.
-func placementCandidates(st *state, kind string) []plan.Candidate {
+// placementCandidates are the up hosts of the kind, with their load,
+// less the avoided ones.
+func placementCandidates(st *state, kind string, avoid ...string) []plan.Candidate {
 	load := hostLoad(st)
 	var out []plan.Candidate
 	for _, name := range sortedKeys(st.hosts) {
 		h := st.hosts[name]
-		if h.Status == HostUp && h.Kind == kind && !h.Drained {
+		if h.Status == HostUp && h.Kind == kind && !h.Drained && !slices.Contains(avoid, name) {
 			out = append(out, plan.Candidate{Name: name, Servers: load[name]})
 		}
 	}

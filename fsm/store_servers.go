@@ -116,10 +116,10 @@ func (s *Store) ReservedBy(node string) string {
 
 // PlanReassign returns, without changing anything, the moves that would
 // take host's live servers elsewhere now (a dry run of a death or drain).
-func (s *Store) PlanReassign(host string) []Move {
+func (s *Store) PlanReassign(host string, avoid ...string) []Move {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return PlanReassign(s.st, host)
+	return PlanReassign(s.st, host, avoid...)
 }
 
 // LegacyInventory reports whether node providers report standard classes.
