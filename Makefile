@@ -5,7 +5,7 @@ BIN     ?= bin/corral
 PKGS    ?= ./...
 TIMEOUT ?= 25m
 
-.PHONY: all build run test test-short vet bench ironic-up ironic-down clean
+.PHONY: all build run test test-short vet bench bench-failover bench-boot ironic-up ironic-down clean
 
 all: build
 
@@ -31,6 +31,11 @@ test-short:
 # Benchmarks (goals live here, never in timed tests).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Failover: R runs of host SIGKILL -> all servers re-owned, and leader SIGKILL
+# -> next committed write (p50/p99), plus a fault-free window (no reassignment).
+bench-failover:
+	CORRAL_BENCH=1 $(GO) test -v -count=1 -timeout 30m -run TestFailoverBenchmark ./e2e/failover/
 
 ironic-up:
 	@scripts/ironic-up.sh
