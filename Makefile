@@ -37,6 +37,11 @@ bench:
 bench-failover:
 	CORRAL_BENCH=1 $(GO) test -v -count=1 -timeout 30m -run TestFailoverBenchmark ./e2e/failover/
 
+# Boots on the simulator (and on IRONIC_URL when set) through three agents:
+# boots/s, p50/p99 to ACTIVE, and corral's overhead beside direct Ironic calls.
+bench-boot:
+	CORRAL_BENCH=1 $(GO) test -count=1 -run '^TestBootBenchmark$$' -v -timeout 20m ./e2e/
+
 ironic-up:
 	@scripts/ironic-up.sh
 
