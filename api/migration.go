@@ -37,10 +37,24 @@ func (s *Server) flavorMigration(c echo.Context) error {
 	case rc == "":
 		return badRequest("resource_class is required (the Ironic resource class of the nodes, e.g. baremetal-gold)")
 	case len(req.ServerIDs) > 0:
+		before := map[string]bool{}
+		for _, id := range req.ServerIDs {
+			if v, err := s.c.Store().Server(id); err == nil {
+				before[id] = v.Migrated(rc)
+			}
+		}
 		if err := s.propose(c, &fsm.MigrateFlavors{ResourceClass: rc, ServerIDs: req.ServerIDs}); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"resource_class": rc, "migrated": len(req.ServerIDs)})
+		// Count what this batch changed (the entry skips servers already
+		// migrated, by an earlier or a concurrent run).
+		migrated := 0
+		for _, id := range req.ServerIDs {
+			if v, err := s.c.Store().Server(id); err == nil && v.Migrated(rc) && !before[id] {
+				migrated++
+			}
+		}
+		return c.JSON(http.StatusOK, map[string]any{"resource_class": rc, "migrated": migrated})
 	case req.All == (req.Host != ""):
 		return badRequest("give either all or host (and optionally node)")
 	case req.Node != "" && req.Host == "":

@@ -36,8 +36,8 @@ func (s *Server) listNetworks(c echo.Context) error {
 	}
 	byNet := map[string]*NetworkView{}
 	for _, v := range st.Servers() {
-		if !v.Live() {
-			continue
+		if !v.Live() || v.Host == "" {
+			continue // a server no host took has no port anywhere
 		}
 		vifs := v.VIFs()
 		for i, n := range v.Networks {

@@ -127,23 +127,29 @@ func (d *Driver) candidates(store *fsm.Store, f fsm.Flavor) (string, []fsm.Node,
 
 // reserve obtains a node for the server and commits the reservation.
 func (d *Driver) reserve(ctx context.Context, h *compute.Handle, s fsm.Server) error {
-	raw, nodes, err := d.candidates(h.Store(), s.Flavor)
-	if err != nil {
-		return err
-	}
+	var raw string
+	var nodes []fsm.Node
 	if s.ClaimedNode != "" {
 		// The scheduler claimed this node in Placement: ask Ironic for it
-		// alone, so Ironic's allocation and Placement's agree.
-		var claimed []fsm.Node
-		for _, n := range nodes {
-			if n.UUID == s.ClaimedNode {
-				claimed = append(claimed, n)
+		// alone, so Ironic's allocation and Placement's agree — whatever
+		// the flavor says (a flavor without a custom class lands here only
+		// through legacy standard inventory).
+		n, err := h.Store().Node(s.ClaimedNode)
+		if err != nil {
+			return compute.Permanent("No valid host was found. The claimed Ironic node %s is not in the mirror", s.ClaimedNode)
+		}
+		r := flavorRequirements(s.Flavor)
+		for k, v := range r.capabilities {
+			if n.Capabilities[k] != v {
+				return compute.Permanent("No valid host was found. The claimed Ironic node %s lacks capability %s=%s of flavor %s", n.UUID, k, v, s.Flavor.Name)
 			}
 		}
-		if len(claimed) == 0 {
-			return compute.Permanent("No valid host was found. The claimed Ironic node %s does not match flavor %s (capabilities or traits)", s.ClaimedNode, s.Flavor.Name)
+		raw, nodes = n.ResourceClass, []fsm.Node{n}
+	} else {
+		var err error
+		if raw, nodes, err = d.candidates(h.Store(), s.Flavor); err != nil {
+			return err
 		}
-		nodes = claimed
 	}
 	if d.mode == ReserveAllocations {
 		return d.reserveByAllocation(ctx, h, s, raw, nodes)

@@ -92,11 +92,14 @@ than one server on a node, 3 bad arguments.`,
 			done := 0
 			for len(todo) > 0 {
 				k := min(batch, len(todo))
+				var res struct {
+					Migrated int `json:"migrated"`
+				}
 				if err := cl.Do(cmd.Context(), http.MethodPost, "/v1/manage/ironic-flavor-migration",
-					api.MigrationRequest{ResourceClass: rc, ServerIDs: todo[:k]}, nil); err != nil {
+					api.MigrationRequest{ResourceClass: rc, ServerIDs: todo[:k]}, &res); err != nil {
 					return fmt.Errorf("after %d servers migrated: %w", done, err)
 				}
-				done += k
+				done += res.Migrated
 				todo = todo[k:]
 				_ = bar.Add(k)
 			}
