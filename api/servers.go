@@ -103,9 +103,6 @@ func (s *Server) createServer(c echo.Context) error {
 	if in.FlavorRef == "" {
 		return badRequest("flavorRef is required")
 	}
-	if err := s.readBarrier(c); err != nil { // a follower sees the flavor its client just created elsewhere
-		return err
-	}
 	// The flavor is checked when the entry applies, against the leader's
 	// state: this peer's replica may not have a flavor created elsewhere yet.
 	nets, err := parseNetworks(in.Networks)

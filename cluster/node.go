@@ -33,6 +33,7 @@ type Node struct {
 	// barrier: from then on its commit index covers every earlier write.
 	readyTerm atomic.Uint64
 	leaving   atomic.Bool
+	decideMu  sync.Mutex // serialises leader decisions (see applyLocal)
 
 	ctx      context.Context
 	cancel   context.CancelFunc

@@ -119,6 +119,13 @@ func (n *Node) ApplyForwarded(ctx context.Context, data []byte) (uint64, error) 
 // applyLocal stamps cmd with the leader's clock, lets the state record the
 // leader's decisions in it (fsm.Store.Prepare), and applies it via raft.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	if fsm.Decides(cmd) {
+		// Decisions (placements, plans) are taken one at a time, each on
+		// the state the previous one left: concurrent decisions would read
+		// the same free resources.
+		n.decideMu.Lock()
+		defer n.decideMu.Unlock()
+	}
 	for attempt := 1; ; attempt++ {
 		idx, err := n.applyOnce(ctx, cmd)
 		// Decisions prepared concurrently may collide (two servers claiming

@@ -117,6 +117,12 @@ func AvoidHosts(c Command, hosts []string) {
 // prepares again (Reschedule) and retries.
 var ErrStaleDecision = fmt.Errorf("%w: the leader's decision is stale", ErrConflict)
 
+// Decides reports whether the leader takes decisions in c before proposing.
+func Decides(c Command) bool {
+	_, ok := c.(leaderPrepared)
+	return ok
+}
+
 // Reschedule clears the leader's decisions in c so that the next Prepare
 // decides afresh; it reports whether c carries such decisions.
 func Reschedule(c Command) bool {

@@ -116,8 +116,14 @@ func schedule(st *state, c *CreateServer) {
 		for _, rc := range sortedKeys(res) {
 			want = append(want, fmt.Sprintf("%s:%d", rc, res[rc]))
 		}
-		c.NoValidHost = fmt.Sprintf("No valid host was found. There are not enough hosts available: no resource provider can give %s%s (a bare-metal flavor should set resources:VCPU=0, resources:MEMORY_MB=0 and resources:DISK_GB=0)",
-			strings.Join(want, ","), traitsNote(required))
+		hint := ""
+		for rc := range res {
+			if strings.HasPrefix(rc, "CUSTOM_") && (res["VCPU"] > 0 || res["MEMORY_MB"] > 0 || res["DISK_GB"] > 0) {
+				hint = " (a bare-metal flavor should set resources:VCPU=0, resources:MEMORY_MB=0 and resources:DISK_GB=0)"
+			}
+		}
+		c.NoValidHost = fmt.Sprintf("No valid host was found. There are not enough hosts available: no resource provider can give %s%s%s",
+			strings.Join(want, ","), traitsNote(required), hint)
 	}
 }
 

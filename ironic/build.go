@@ -280,6 +280,9 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 			}
 		}
 		if err := d.ir.Deploy(ctx, n.UUID, spec); err != nil {
+			if refusedDeploy(err) {
+				return compute.Permanent("Ironic refused to deploy image %s on node %s: %v", s.ImageRef, n.UUID, err)
+			}
 			return err
 		}
 	case "deploying", "wait call-back", "deploy wait":
@@ -297,4 +300,14 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 		return err
 	}
 	return nil
+}
+
+// refusedDeploy tells a deploy Ironic will never accept (bad input, an
+// image it cannot validate) from a transient failure worth retrying.
+func refusedDeploy(err error) bool {
+	if errors.Is(err, ErrInvalid) {
+		return true
+	}
+	f := FaultOf(err)
+	return strings.Contains(f, "Validation of") || strings.Contains(f, "image href")
 }
