@@ -90,6 +90,9 @@ func (s *Server) moveServer(c echo.Context) error {
 	if body.Host == "" {
 		return badRequest(`the body must be {"host": "<target host>"}`)
 	}
+	if err := s.readBarrier(c); err != nil {
+		return err
+	}
 	v, err := s.liveServer(c.Param("id"))
 	if err != nil {
 		return err

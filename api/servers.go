@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"path"
@@ -302,10 +303,13 @@ func (s *Server) getServer(c echo.Context) error {
 }
 
 func (s *Server) deleteServer(c echo.Context) error {
-	if _, err := s.liveServer(c.Param("id")); err != nil {
-		return err
+	// No local pre-check: this peer's replica may not have applied a create
+	// the client saw acknowledged elsewhere. The leader's Apply answers 404.
+	err := s.propose(c, &fsm.DeleteServer{ID: c.Param("id")})
+	if errors.Is(err, fsm.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound, "Instance "+c.Param("id")+" could not be found.")
 	}
-	if err := s.propose(c, &fsm.DeleteServer{ID: c.Param("id")}); err != nil {
+	if err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -30,10 +30,11 @@ func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) err
 			return err
 		}
 	}
-	if s.TaskState != fsm.TaskSpawning {
-		if err = h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
-			return err
-		}
+	// The intent is committed even when the log already says spawning: a
+	// host restarted or resumed with a stale replica is fenced here, before
+	// it deploys anything.
+	if err = h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
+		return err
 	}
 	return d.deploy(ctx, h, s)
 }
@@ -269,6 +270,11 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 		}
 		return compute.Permanent("Ironic node %s is active for instance %s, not for this server", n.UUID, n.InstanceUUID)
 	case "available":
+		if !holds(n, s, d.mode) {
+			// The log says this server holds the node, Ironic says nothing
+			// does: the reservation was released behind a stale owner.
+			return fmt.Errorf("Ironic node %s no longer carries the reservation of server %s; not deploying", n.UUID, s.ID)
+		}
 		spec := DeploySpec{ImageSource: s.ImageRef, RootGB: s.Flavor.Disk, DisplayName: s.Name,
 			Capabilities: flavorRequirements(s.Flavor).capabilities}
 		if _, err := h.Reread(s, true); err != nil {
@@ -310,4 +316,12 @@ func refusedDeploy(err error) bool {
 	}
 	f := FaultOf(err)
 	return strings.Contains(f, "Validation of") || strings.Contains(f, "image href")
+}
+
+// holds reports whether Ironic shows the node reserved for the server.
+func holds(n Node, s fsm.Server, mode string) bool {
+	if n.InstanceUUID == s.ID {
+		return true
+	}
+	return mode == ReserveAllocations && s.AllocationUUID != "" && n.AllocationUUID == s.AllocationUUID
 }

@@ -61,6 +61,7 @@ func newWorld(t *testing.T, peers int, reservation string, opts sim.Options) *wo
 		if err != nil {
 			t.Fatal(err)
 		}
+		ns.ReapAfter = 0
 		go func() {
 			defer close(done)
 			go ns.Run(ctx)
@@ -385,4 +386,38 @@ func TestDriverAttachesAndDetachesVIFs(t *testing.T) {
 	if v := w.sim.Nodes()[0].VIFs; len(v) != 0 {
 		t.Fatalf("VIFs left after delete: %v", v)
 	}
+}
+
+// An allocation a fenced owner creates after the server was deleted (it
+// was paused mid-request) is removed by the leader's sync.
+func TestLeaderReapsLeftoversOfDeletedServers(t *testing.T) {
+	w := newWorld(t, 1, ironic.ReserveAuto, sim.Options{})
+	w.sim.SeedNodes(2, "baremetal-gold")
+	w.waitMirror(2)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	id := w.boot("gold")
+	w.waitStatus(id, fsm.StatusActive)
+	if err := w.propose(&fsm.DeleteServer{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus(id, fsm.StatusDeleted)
+	c, err := ironic.New(context.Background(), ironic.Options{URL: w.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := c.CreateAllocation(context.Background(), ironic.AllocationRequest{UUID: id, Name: ironic.AllocationName(id), ResourceClass: "baremetal-gold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitAllocation(context.Background(), late.UUID); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Eventually(t, 15*time.Second, func() error {
+		for _, st := range w.sim.Nodes() {
+			if st.AllocationUUID != "" || st.InstanceUUID != "" {
+				return fmt.Errorf("node %s still holds %s", st.UUID, st.InstanceUUID)
+			}
+		}
+		return nil
+	})
 }

@@ -23,6 +23,10 @@ type NodeSync struct {
 	log      *slog.Logger
 	duration prometheus.Histogram
 	errs     prometheus.Counter
+	reaped   prometheus.Counter
+	// ReapAfter is how long a server must have been DELETED before the
+	// leader removes what Ironic still holds for it (default 20 s).
+	ReapAfter time.Duration
 }
 
 // maxSyncBatch bounds the nodes carried by one log entry.
@@ -42,7 +46,7 @@ func NewNodeSyncLegacy(c Cluster, ir Ironic, interval time.Duration, legacy bool
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &NodeSync{c: c, ir: ir, interval: interval, legacy: legacy, log: logger.With("component", "node-sync"),
+	s := &NodeSync{c: c, ir: ir, interval: interval, legacy: legacy, ReapAfter: reapAfter, log: logger.With("component", "node-sync"),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "corral_node_sync_duration_seconds", Help: "Time to list Ironic's nodes and commit the changes (leader).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
@@ -50,9 +54,12 @@ func NewNodeSyncLegacy(c Cluster, ir Ironic, interval time.Duration, legacy bool
 		errs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_node_sync_errors_total", Help: "Failed node syncs (leader).",
 		}),
+		reaped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_ironic_leftovers_removed_total", Help: "Allocations, instance_uuids or deployments of deleted servers the leader removed from Ironic.",
+		}),
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{s.duration, s.errs} {
+		for _, col := range []prometheus.Collector{s.duration, s.errs, s.reaped} {
 			if err := reg.Register(col); err != nil {
 				return nil, err
 			}
@@ -93,6 +100,7 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 		mirror[n.UUID] = n
 		conflicts[n.UUID] = n.InventoryConflict != ""
 	}
+	s.reap(ctx, nodes)
 	seen := map[string]bool{}
 	var upserts []fsm.Node
 	for _, n := range nodes {
@@ -154,4 +162,49 @@ func MirrorNode(n Node) fsm.Node {
 		PowerState: n.PowerState, Maintenance: n.Maintenance, Properties: maps.Clone(n.Properties),
 		Capabilities: maps.Clone(n.Capabilities), Traits: traits, InstanceUUID: n.InstanceUUID,
 		AllocationUUID: n.AllocationUUID}
+}
+
+// reapAfter is how long a server must have been DELETED before the leader
+// removes what Ironic still holds for it.
+const reapAfter = 20 * time.Second
+
+// reap removes what Ironic still holds for servers deleted a while ago:
+// an allocation or instance_uuid a fenced owner created after the delete,
+// or a node left deployed. A deleted server never comes back, so acting on
+// its leftovers needs no owner.
+func (s *NodeSync) reap(ctx context.Context, nodes []Node) {
+	store := s.c.Store()
+	for _, n := range nodes {
+		id := n.InstanceUUID
+		if id == "" {
+			id = n.AllocationUUID
+		}
+		if id == "" {
+			continue
+		}
+		srv, err := store.Server(id)
+		if err != nil || srv.Status != fsm.StatusDeleted || time.Since(srv.UpdatedAt) < s.ReapAfter {
+			continue
+		}
+		var rerr error
+		switch n.ProvisionState {
+		case "available", "manageable", "enroll":
+			if n.AllocationUUID != "" {
+				rerr = s.ir.DeleteAllocation(ctx, n.AllocationUUID)
+			}
+			if rerr == nil && n.InstanceUUID != "" {
+				rerr = s.ir.ReleaseNode(ctx, n.UUID, n.InstanceUUID)
+			}
+		case "active", "deploy failed", "error":
+			rerr = s.ir.Undeploy(ctx, n.UUID)
+		default:
+			continue // in transition: look again at the next sync
+		}
+		if rerr != nil {
+			s.log.Warn("removing a deleted server's leftovers from Ironic failed", "server", id, "node", n.UUID, "err", rerr)
+			continue
+		}
+		s.reaped.Inc()
+		s.log.Warn("removed a deleted server's leftovers from Ironic", "server", id, "node", n.UUID, "state", n.ProvisionState)
+	}
 }
