@@ -5,7 +5,7 @@ BIN     ?= bin/corral
 PKGS    ?= ./...
 TIMEOUT ?= 25m
 
-.PHONY: all build run test test-short vet bench bench-failover bench-boot ironic-up ironic-down clean
+.PHONY: all build run test test-short vet bench bench-failover bench-boot jepsen-quick jepsen ironic-up ironic-down clean
 
 all: build
 
@@ -41,6 +41,15 @@ bench-failover:
 # boots/s, p50/p99 to ACTIVE, and corral's overhead beside direct Ironic calls.
 bench-boot:
 	CORRAL_BENCH=1 $(GO) test -count=1 -run '^TestBootBenchmark$$' -v -timeout 20m ./e2e/
+
+# Fault injection (jepsen/, its own module): ~3 minutes with kill, pause and
+# partition nemeses (CI), or ~7 minutes with every nemesis. Needs root for
+# the partitions. Results land in jepsen/results/<run>/.
+jepsen-quick:
+	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -duration 150s -nemesis kill,pause,partition
+
+jepsen:
+	cd jepsen && $(GO) run . -duration 400s -nemesis all
 
 ironic-up:
 	@scripts/ironic-up.sh

@@ -70,11 +70,12 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 			case !known:
 				propose(m.Name, reg)
 			case h.Status != fsm.HostUp:
-				// The grace runs from the latest of: gossip seeing it alive,
-				// this leadership, and the commit that took it out of service
-				// (a live host forced down stays down for UpGrace, long enough
-				// for its servers to be planned away).
-				if now.Sub(later(later(m.Changed, fo.since), h.ChangedAt)) >= n.cfg.UpGrace {
+				// Back up only on life gossip saw AFTER the host went out of
+				// service (a forced-down host that gossip still shows alive
+				// from before is not "back"), and only after UpGrace of it.
+				// Gossip's times are this peer's clock, the host's change the
+				// leader's: on one machine or NTP-synced ones they compare.
+				if m.Changed.After(h.ChangedAt) && now.Sub(later(m.Changed, fo.since)) >= n.cfg.UpGrace {
 					propose(m.Name, reg)
 				}
 			case h.RaftAddr != m.Meta.RaftAddr || h.APIAddr != m.Meta.APIAddr || h.GossipAddr != m.Addr || h.Kind != m.Meta.Kind:

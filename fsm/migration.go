@@ -93,7 +93,7 @@ func applyMigrateFlavors(st *state, c *MigrateFlavors) (any, error) {
 	// Inventory refused while these allocations held it may go now.
 	for _, id := range sortedKeys(st.nodes) {
 		if st.nodes[id].InventoryConflict != "" {
-			reconcileNodeProvider(st, id)
+			reconcileNodeProvider(st, id, at)
 		}
 	}
 	return len(reqs), nil

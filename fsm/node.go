@@ -31,6 +31,9 @@ type Node struct {
 	// latest inventory (e.g. standard classes still in use); retried at
 	// every sync until it clears.
 	InventoryConflict string `json:"inventory_conflict,omitempty"`
+	// ConflictSince is when the conflict appeared (the leader reports it
+	// once, for the entry that recorded it).
+	ConflictSince time.Time `json:"conflict_since,omitzero"`
 }
 
 func cloneNode(n Node) Node {
@@ -89,6 +92,7 @@ func applySyncNodes(st *state, c *SyncNodes) (any, error) {
 		n.Missing = false
 		n.LastSeen = at
 		n.InventoryConflict = st.nodes[n.UUID].InventoryConflict
+		n.ConflictSince = st.nodes[n.UUID].ConflictSince
 		st.nodes[n.UUID] = n
 		touched[n.UUID] = true
 	}
@@ -105,7 +109,7 @@ func applySyncNodes(st *state, c *SyncNodes) (any, error) {
 	}
 	for _, id := range sortedKeys(st.nodes) {
 		if all || touched[id] || st.nodes[id].InventoryConflict != "" {
-			reconcileNodeProvider(st, id)
+			reconcileNodeProvider(st, id, at)
 		}
 	}
 	return len(c.Upserts) + len(c.Missing), nil

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/corral-dev/corral/fsm/placement"
 )
@@ -113,7 +114,7 @@ func nodeInventory(n Node, legacy, inUse bool) map[string]placement.Inventory {
 // reconcileNodeProvider brings a node's provider in line with the mirror.
 // A change Placement refuses (inventory in use) is recorded on the node
 // (InventoryConflict) and retried at every later sync.
-func reconcileNodeProvider(st *state, uuid string) {
+func reconcileNodeProvider(st *state, uuid string, at time.Time) {
 	n, ok := st.nodes[uuid]
 	if !ok {
 		return
@@ -135,6 +136,12 @@ func reconcileNodeProvider(st *state, uuid string) {
 		conflict = err.Error()
 	}
 	if n.InventoryConflict != conflict {
+		if n.InventoryConflict == "" {
+			n.ConflictSince = at
+		}
+		if conflict == "" {
+			n.ConflictSince = time.Time{}
+		}
 		n.InventoryConflict = conflict
 		st.nodes[uuid] = n
 	}

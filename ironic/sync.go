@@ -95,10 +95,10 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 		return err
 	}
 	mirror := map[string]fsm.Node{}
-	conflicts := map[string]bool{}
+	retry := false
 	for _, n := range s.c.Store().Nodes() {
 		mirror[n.UUID] = n
-		conflicts[n.UUID] = n.InventoryConflict != ""
+		retry = retry || n.InventoryConflict != ""
 	}
 	s.reap(ctx, nodes)
 	seen := map[string]bool{}
@@ -119,10 +119,6 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 	}
 	legacy := s.legacy
 	flagChanged := s.c.Store().LegacyInventory() != legacy
-	retry := false
-	for _, c := range conflicts {
-		retry = retry || c
-	}
 	first := true
 	for len(upserts) > 0 || len(missing) > 0 || (first && (flagChanged || retry)) {
 		cmd := &fsm.SyncNodes{}
@@ -138,16 +134,9 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 		if _, err := s.c.Propose(ctx, cmd); err != nil {
 			return err
 		}
+		s.reportConflicts(cmd.At)
 		if len(cmd.Upserts)+len(cmd.Missing) > 0 {
 			s.log.Debug("node mirror updated", "changed", len(cmd.Upserts), "missing", len(cmd.Missing))
-		}
-	}
-	// Report each node whose provider Placement refused once, not at
-	// every sync.
-	for _, n := range s.c.Store().Nodes() {
-		if n.InventoryConflict != "" && !conflicts[n.UUID] {
-			s.log.Warn("Placement refused a node provider's inventory; corral retries at every sync (run the Ironic flavor migration if instances still hold standard classes)",
-				"node", n.UUID, "reason", n.InventoryConflict)
 		}
 	}
 	s.duration.Observe(time.Since(start).Seconds())
@@ -206,5 +195,16 @@ func (s *NodeSync) reap(ctx context.Context, nodes []Node) {
 		}
 		s.reaped.Inc()
 		s.log.Warn("removed a deleted server's leftovers from Ironic", "server", id, "node", n.UUID, "state", n.ProvisionState)
+	}
+}
+
+// reportConflicts logs, once per node for the whole cluster, a refusal
+// recorded by the entry committed at "at".
+func (s *NodeSync) reportConflicts(at time.Time) {
+	for _, n := range s.c.Store().Nodes() {
+		if n.InventoryConflict != "" && n.ConflictSince.Equal(at.UTC()) {
+			s.log.Warn("Placement refused a node provider's inventory; corral retries at every sync (run the Ironic flavor migration if instances still hold standard classes)",
+				"node", n.UUID, "reason", n.InventoryConflict)
+		}
 	}
 }

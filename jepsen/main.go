@@ -1,0 +1,190 @@
+// Command jepsen is corral's fault-injection and partition test suite. It
+// builds corral, runs a cluster of real agents on 127.0.10.x against an
+// Ironic (the simulator, or a real one), drives a concurrent workload of
+// boots, deletes, shows and lists while a nemesis kills, pauses and
+// partitions the agents, then checks the recorded history and the final
+// state. It talks to corral and Ironic only over HTTP. Exit status: 0 when
+// every checker is valid, 1 when one is not, 2 when the run itself failed.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config is the command line.
+type Config struct {
+	Duration       time.Duration
+	Nemesis        string
+	Partitions     string
+	Fault, Heal    time.Duration
+	Clients        int
+	OpTimeout      time.Duration
+	Peers          int
+	BaseIP         string
+	Nodes          int
+	MaxLive        int
+	RealIronic     bool
+	IronicURL      string
+	Image          string
+	Results        string
+	Seed           int64
+	CorralDir      string
+	CorralBin      string
+	InjectLostAck  bool
+	InjectResurrec bool
+	Recheck        string
+	QuiesceTimeout time.Duration
+	RecoverTimeout time.Duration
+	CheckTimeout   time.Duration
+	KeepData       bool
+}
+
+func parseFlags(args []string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("jepsen", flag.ContinueOnError)
+	fs.DurationVar(&c.Duration, "duration", 150*time.Second, "how long the workload runs")
+	fs.StringVar(&c.Nemesis, "nemesis", "kill,pause,partition", "fault families: kill,pause,partition,leader,wipe,restart,combo, all, or none")
+	fs.StringVar(&c.Partitions, "partitions", "", "partition variants to draw from: isolate-one,majority-minority,isolate-leader,bridge (empty: all)")
+	fs.DurationVar(&c.Fault, "fault", 10*time.Second, "how long each fault lasts")
+	fs.DurationVar(&c.Heal, "heal", 10*time.Second, "healthy time between faults")
+	fs.IntVar(&c.Clients, "clients", 10, "concurrent clients")
+	fs.DurationVar(&c.OpTimeout, "op-timeout", 5*time.Second, "client timeout of one request (a write that times out has an unknown outcome)")
+	fs.IntVar(&c.Peers, "peers", 5, "corral agents")
+	fs.StringVar(&c.BaseIP, "base-ip", "127.0.10.2", "address of the first agent; the others follow")
+	fs.IntVar(&c.Nodes, "nodes", 48, "Ironic nodes")
+	fs.IntVar(&c.MaxLive, "max-live", 20, "clients boot less above this many live servers")
+	fs.BoolVar(&c.RealIronic, "real-ironic", false, "use the real Ironic at -ironic-url / $IRONIC_URL instead of the simulator")
+	fs.StringVar(&c.IronicURL, "ironic-url", os.Getenv("IRONIC_URL"), "root URL of a real Ironic (implies -real-ironic)")
+	fs.StringVar(&c.Image, "image", "", "imageRef of every boot (default: img with the simulator, http://127.0.0.1/jepsen.qcow2 with a real Ironic, which wants a URL or a Glance UUID)")
+	fs.StringVar(&c.Results, "results", "results", "directory that gets one folder per run")
+	fs.Int64Var(&c.Seed, "seed", 0, "random seed (0: from the clock)")
+	fs.StringVar(&c.CorralDir, "corral-dir", "..", "corral's main module, where ./cmd/corral is built")
+	fs.StringVar(&c.CorralBin, "corral-bin", "", "use this corral binary instead of building one")
+	fs.BoolVar(&c.InjectLostAck, "inject-lost-ack", false, "add an acknowledged boot that never happened to the history (the run must then fail)")
+	fs.BoolVar(&c.InjectResurrec, "inject-resurrection", false, "add a read showing a deleted server alive to the history (the run must then fail)")
+	fs.StringVar(&c.Recheck, "recheck", "", "re-run the checkers on an earlier results folder (writing into its recheck/ folder) instead of running")
+	fs.DurationVar(&c.QuiesceTimeout, "quiesce-timeout", 90*time.Second, "how long to wait after the heal for builds and deletes to finish")
+	fs.DurationVar(&c.RecoverTimeout, "recover-timeout", 60*time.Second, "how long the cluster may take to serve writes after the last heal")
+	fs.DurationVar(&c.CheckTimeout, "check-timeout", 30*time.Second, "linearizability search budget per server")
+	fs.BoolVar(&c.KeepData, "keep-data", false, "keep the agents' data directories")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if _, err := ParseFamilies(c.Nemesis); err != nil {
+		return c, err
+	}
+	if _, err := ParseVariants(c.Partitions); err != nil {
+		return c, err
+	}
+	if c.Flag(fs, "ironic-url") || (c.RealIronic && c.IronicURL != "") {
+		c.RealIronic = true
+	} else if !c.RealIronic {
+		c.IronicURL = ""
+	}
+	if c.RealIronic && c.IronicURL == "" {
+		return c, fmt.Errorf("-real-ironic needs -ironic-url or IRONIC_URL (e.g. IRONIC_URL=$(../scripts/ironic-up.sh))")
+	}
+	if c.Peers < 3 || c.Clients < 1 || c.Nodes < 1 {
+		return c, fmt.Errorf("need at least 3 peers, 1 client and 1 node")
+	}
+	if c.Image == "" {
+		c.Image = "img"
+		if c.RealIronic {
+			c.Image = "http://127.0.0.1/jepsen.qcow2"
+		}
+	}
+	if c.Seed == 0 {
+		c.Seed = time.Now().UnixNano()
+	}
+	return c, nil
+}
+
+// Flag reports whether the flag was set on the command line.
+func (c Config) Flag(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func main() { os.Exit(realMain(os.Args[1:])) }
+
+func realMain(args []string) int {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 2
+	}
+	if cfg.Recheck != "" {
+		return recheck(cfg)
+	}
+	dir := filepath.Join(cfg.Results, time.Now().Format("20060102-150405"))
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 2
+	}
+	lf, err := os.Create(filepath.Join(dir, "run.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 2
+	}
+	defer lf.Close()
+	logger := log.New(io.MultiWriter(os.Stderr, lf), "", log.Ltime|log.Lmicroseconds)
+	r := &runner{cfg: cfg, dir: dir, logf: logger.Printf}
+	return r.main()
+}
+
+// recheck re-runs the checkers on a results folder.
+func recheck(cfg Config) int {
+	ops, err := ReadHistory(filepath.Join(cfg.Recheck, "history.jsonl"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 2
+	}
+	var fs FinalState
+	var windows []Window
+	var old Verdict
+	for name, v := range map[string]any{"final.json": &fs, "windows.json": &windows, "verdict.json": &old} {
+		if err := readJSON(filepath.Join(cfg.Recheck, name), v); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return 2
+		}
+	}
+	var injected []string
+	ops, injected = applyInjections(cfg, ops)
+	run := old.Run
+	run.Injected = append(run.Injected, injected...)
+	rec := time.Duration(old.Availability.FinalRecoveryS * float64(time.Second))
+	out := filepath.Join(cfg.Recheck, "recheck") // the run's own files stay as they were
+	_ = os.RemoveAll(out)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 2
+	}
+	v := checkAll(ops, fs, windows, rec, old.Availability.FinalError, out, run, cfg.CheckTimeout)
+	if err := writeResults(out, v, ops, windows, len(injected) > 0); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 2
+	}
+	printSummary(os.Stdout, out, v)
+	if !v.Valid {
+		return 1
+	}
+	return 0
+}
+
+func applyInjections(cfg Config, ops []Op) ([]Op, []string) {
+	resurrected := false
+	if cfg.InjectLostAck {
+		ops = InjectLostAck(ops)
+	}
+	if cfg.InjectResurrec {
+		ops, resurrected = InjectResurrection(ops)
+	}
+	return ops, describeInjection(cfg.InjectLostAck, cfg.InjectResurrec, resurrected)
+}

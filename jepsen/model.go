@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The model of one server (one key: the unique name its boot used), as
+// corral promises it:
+//
+//   - a boot that returned 202 created the server (status BUILD, or ERROR
+//     when no host could take it);
+//   - status only moves BUILD → ACTIVE or BUILD → ERROR;
+//   - a delete that returned 204 was applied: from then on the server shows
+//     task_state "deleting" until it is gone, and once a read says 404 it
+//     stays 404 (no resurrection);
+//   - a delete answered 404 happened while the server did not exist (before
+//     its boot or after it was gone);
+//   - nothing deletes a server but a delete request.
+//
+// Operations whose outcome is unknown (info) may take effect at any point
+// after their invocation, or never.
+
+// Phases of a server's life.
+const (
+	phaseAbsent   uint8 = iota // not created yet
+	phaseLive                  // created, no delete applied
+	phaseDeleting              // a delete was applied; not gone yet
+	phaseGone                  // a read saw it gone
+)
+
+var phaseNames = []string{"absent", "live", "deleting", "gone"}
+
+// linState is the model state of one server.
+type linState struct {
+	Phase  uint8
+	Status string // last status seen ("" = not seen yet)
+}
+
+// linInput is an operation on one server.
+type linInput struct {
+	F     string // boot, delete, read
+	Index int    // index of the completion (or invocation) in the history
+}
+
+// Output kinds.
+const (
+	outOK       = "ok"
+	outUnknown  = "unknown"
+	outNotFound = "notfound"
+	outPresent  = "present"
+)
+
+// linOutput is what the operation returned.
+type linOutput struct {
+	Kind     string
+	Status   string
+	Deleting bool
+}
+
+func statusNext(from, to string) bool {
+	if from == "" || from == to {
+		return true
+	}
+	return from == "BUILD" && (to == "ACTIVE" || to == "ERROR")
+}
+
+func linStep(s linState, in linInput, out linOutput) (bool, linState) {
+	switch in.F {
+	case FBoot:
+		if s.Phase != phaseAbsent {
+			return false, s
+		}
+		return true, linState{Phase: phaseLive}
+	case FDelete:
+		switch out.Kind {
+		case outOK:
+			if s.Phase == phaseLive || s.Phase == phaseDeleting {
+				s.Phase = phaseDeleting
+				return true, s
+			}
+			return false, s
+		case outNotFound:
+			switch s.Phase {
+			case phaseLive:
+				return false, s
+			case phaseDeleting:
+				s.Phase = phaseGone
+			}
+			return true, s
+		default: // unknown: applied if there was something to delete
+			if s.Phase == phaseLive {
+				s.Phase = phaseDeleting
+			}
+			return true, s
+		}
+	case FRead:
+		if out.Kind == outNotFound {
+			switch s.Phase {
+			case phaseLive:
+				return false, s
+			case phaseDeleting:
+				s.Phase = phaseGone
+			}
+			return true, s
+		}
+		switch s.Phase {
+		case phaseLive:
+			if out.Deleting {
+				return false, s // a delete nobody asked for
+			}
+		case phaseDeleting:
+			if !out.Deleting {
+				return false, s // an acknowledged delete undone
+			}
+		default:
+			return false, s // not created yet, or resurrected
+		}
+		if !statusNext(s.Status, out.Status) {
+			return false, s
+		}
+		s.Status = out.Status
+		return true, s
+	}
+	return false, s
+}
+
+// serverModel is the porcupine model of one server.
+var serverModel = porcupine.Model{
+	Init: func() interface{} { return linState{} },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		return linStep(state.(linState), input.(linInput), output.(linOutput))
+	},
+	Equal: func(a, b interface{}) bool { return a.(linState) == b.(linState) },
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(linInput), output.(linOutput)
+		switch out.Kind {
+		case outPresent:
+			d := ""
+			if out.Deleting {
+				d = " (deleting)"
+			}
+			return fmt.Sprintf("#%d %s → %s%s", in.Index, in.F, out.Status, d)
+		}
+		return fmt.Sprintf("#%d %s → %s", in.Index, in.F, out.Kind)
+	},
+	DescribeState: func(state interface{}) string {
+		s := state.(linState)
+		if s.Status == "" {
+			return phaseNames[s.Phase]
+		}
+		return phaseNames[s.Phase] + " " + s.Status
+	},
+}

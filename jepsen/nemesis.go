@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Window is one fault, from injection to heal, in nanoseconds since the
+// start of the run.
+type Window struct {
+	Name   string `json:"name"`
+	Detail string `json:"detail"`
+	Start  int64  `json:"start"`
+	End    int64  `json:"end"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Families of faults, selectable with -nemesis.
+var allFamilies = []string{"kill", "pause", "partition", "leader", "wipe", "restart", "combo"}
+
+// Partition variants, selectable with -partitions.
+var partitionVariants = []string{"isolate-one", "majority-minority", "isolate-leader", "bridge"}
+
+// ParseVariants parses "majority-minority,bridge" (empty: all).
+func ParseVariants(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		ok := false
+		for _, k := range partitionVariants {
+			ok = ok || k == v
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown partition %q: use %s", v, strings.Join(partitionVariants, ","))
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ParseFamilies parses "kill,pause" or "all" (or "none").
+func ParseFamilies(s string) ([]string, error) {
+	if s == "all" {
+		return allFamilies, nil
+	}
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		ok := false
+		for _, k := range allFamilies {
+			ok = ok || k == f
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown nemesis %q: use %s or all", f, strings.Join(allFamilies, ","))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// NeedsFirewall reports whether any family cuts links.
+func NeedsFirewall(families []string) bool {
+	for _, f := range families {
+		if f == "partition" || f == "combo" {
+			return true
+		}
+	}
+	return false
+}
+
+// Nemesis injects faults on a schedule: heal, fault, heal, fault, ...
+type Nemesis struct {
+	Cl       *Cluster
+	FW       *Firewall // nil when no family cuts links
+	API      *Corral
+	Rec      *Recorder
+	Rng      *rand.Rand
+	Families []string
+	Variants []string // partition variants to draw from (empty: all)
+	Fault    time.Duration
+	Heal     time.Duration
+	Logf     func(string, ...any)
+
+	mu      sync.Mutex
+	windows []Window
+}
+
+// Windows returns the faults injected so far.
+func (n *Nemesis) Windows() []Window {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Window(nil), n.windows...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Run injects faults until the run is `until` old, leaving a heal period
+// at the end, and heals everything before returning.
+func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
+	defer n.HealAll()
+	if len(n.Families) == 0 {
+		return
+	}
+	// Every family gets its turn, in a fresh random order each round.
+	var queue []string
+	for {
+		if !sleepCtx(ctx, n.Heal) {
+			return
+		}
+		if n.Rec.Since()+n.Fault+n.Heal > until {
+			return
+		}
+		if len(queue) == 0 {
+			queue = append(queue, n.Families...)
+			n.Rng.Shuffle(len(queue), func(i, j int) { queue[i], queue[j] = queue[j], queue[i] })
+		}
+		family := queue[0]
+		queue = queue[1:]
+		w := Window{Start: int64(n.Rec.Since())}
+		name, detail, heal, err := n.inject(ctx, family)
+		w.Name, w.Detail = name, detail
+		if err != nil {
+			w.Error = err.Error()
+		}
+		n.Logf("nemesis: %s %s%s", name, detail, errSuffix(err))
+		sleepCtx(ctx, n.Fault)
+		if heal != nil {
+			if herr := heal(); herr != nil && w.Error == "" {
+				w.Error = "heal: " + herr.Error()
+			}
+		}
+		w.End = int64(n.Rec.Since())
+		n.Logf("nemesis: healed %s", name)
+		n.mu.Lock()
+		n.windows = append(n.windows, w)
+		n.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (error: " + err.Error() + ")"
+}
+
+// HealAll undoes every fault: links restored, paused agents resumed, dead
+// agents restarted.
+func (n *Nemesis) HealAll() {
+	if n.FW != nil {
+		n.FW.Heal()
+	}
+	if err := n.Cl.HealProcesses(); err != nil {
+		n.Logf("nemesis: heal: %v", err)
+	}
+}
+
+// pick returns k distinct agents at random, excluding the ones in not.
+func (n *Nemesis) pick(k int, not ...*Agent) []*Agent {
+	var pool []*Agent
+	for _, a := range n.Cl.Agents {
+		skip := false
+		for _, x := range not {
+			skip = skip || x == a
+		}
+		if !skip {
+			pool = append(pool, a)
+		}
+	}
+	n.Rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+	if k > len(pool) {
+		k = len(pool)
+	}
+	return pool[:k]
+}
+
+func names(as []*Agent) string {
+	var s []string
+	for _, a := range as {
+		s = append(s, a.Name)
+	}
+	return strings.Join(s, ",")
+}
+
+func (n *Nemesis) leader(ctx context.Context) *Agent {
+	return n.Cl.Agent(n.Cl.Leader(ctx, n.API))
+}
+
+// minority is how many agents one fault may take out: fewer than half.
+func (n *Nemesis) minority() int { return (len(n.Cl.Agents) - 1) / 2 }
+
+// inject applies one fault of the family and returns its heal.
+func (n *Nemesis) inject(ctx context.Context, family string) (string, string, func() error, error) {
+	switch family {
+	case "kill":
+		ts := n.pick(1 + n.Rng.Intn(n.minority()))
+		for _, a := range ts {
+			a.Kill()
+		}
+		return "kill", names(ts), func() error { return startAll(ts) }, nil
+	case "pause":
+		ts := n.pick(1 + n.Rng.Intn(n.minority()))
+		for _, a := range ts {
+			a.Pause()
+		}
+		return "pause", names(ts), func() error {
+			for _, a := range ts {
+				a.Resume()
+			}
+			return nil
+		}, nil
+	case "partition":
+		vs := n.Variants
+		if len(vs) == 0 {
+			vs = partitionVariants
+		}
+		return n.partition(ctx, vs[n.Rng.Intn(len(vs))], nil)
+	case "leader":
+		l := n.leader(ctx)
+		if l == nil {
+			return "leader-kill", "no leader known", nil, fmt.Errorf("no leader to kill")
+		}
+		l.Kill()
+		return "leader-kill", l.Name, func() error { return l.Start() }, nil
+	case "wipe":
+		a := n.pick(1)[0]
+		if n.Rng.Intn(3) == 0 {
+			if l := n.leader(ctx); l != nil {
+				a = l
+			}
+		}
+		err := a.Wipe()
+		if err == nil {
+			err = a.Start()
+		}
+		return "wipe", a.Name + " restarted with an empty data dir", func() error { return a.Start() }, err
+	case "restart":
+		a := n.pick(1)[0]
+		if n.Rng.Intn(2) == 0 {
+			if l := n.leader(ctx); l != nil {
+				a = l
+			}
+		}
+		a.Terminate(10 * time.Second)
+		err := a.Start()
+		return "restart", a.Name + " stopped with SIGTERM and restarted", func() error { return a.Start() }, err
+	case "combo":
+		return n.combo(ctx)
+	}
+	return family, "", nil, fmt.Errorf("unknown nemesis %q", family)
+}
+
+// combo takes one agent out (kill or pause) and cuts the network of the
+// others at the same time.
+func (n *Nemesis) combo(ctx context.Context) (string, string, func() error, error) {
+	victim := n.pick(1)[0]
+	how := "kill"
+	if n.Rng.Intn(2) == 0 {
+		how = "pause"
+		victim.Pause()
+	} else {
+		victim.Kill()
+	}
+	variant := []string{"isolate-one", "isolate-leader", "bridge"}[n.Rng.Intn(3)]
+	name, detail, heal, err := n.partition(ctx, variant, victim)
+	undo := func() error {
+		var first error
+		if heal != nil {
+			first = heal()
+		}
+		victim.Resume()
+		if err := victim.Start(); err != nil && first == nil {
+			first = err
+		}
+		return first
+	}
+	return "combo-" + how + "+" + name, how + " " + victim.Name + "; " + detail, undo, err
+}
+
+// partition cuts the network by variant among the agents other than skip.
+func (n *Nemesis) partition(ctx context.Context, variant string, skip *Agent) (string, string, func() error, error) {
+	heal := func() error { n.FW.Heal(); return nil }
+	var others []*Agent
+	for _, a := range n.Cl.Agents {
+		if a != skip {
+			others = append(others, a)
+		}
+	}
+	n.Rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	var a, b []*Agent
+	switch variant {
+	case "isolate-leader":
+		l := n.leader(ctx)
+		if l == nil || l == skip {
+			variant = "isolate-one"
+			a = others[:1]
+			break
+		}
+		a = []*Agent{l}
+	case "majority-minority":
+		a = others[:len(others)/2]
+	case "bridge":
+		if len(others) < 3 {
+			variant, a = "isolate-one", others[:1]
+			break
+		}
+		k := (len(others) - 1) / 2
+		a, b = others[:k], others[k+1:]
+		err := n.FW.Cut(a, b)
+		return "partition-bridge", fmt.Sprintf("{%s} | bridge %s | {%s}", names(a), others[k].Name, names(b)), heal, err
+	default:
+		variant = "isolate-one"
+		a = others[:1]
+	}
+	for _, x := range n.Cl.Agents {
+		inA := false
+		for _, y := range a {
+			inA = inA || x == y
+		}
+		if !inA {
+			b = append(b, x)
+		}
+	}
+	err := n.FW.Cut(a, b)
+	return "partition-" + variant, fmt.Sprintf("{%s} | {%s}", names(a), names(b)), heal, err
+}
+
+func startAll(as []*Agent) error {
+	var first error
+	for _, a := range as {
+		if err := a.Start(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// runner owns everything a run starts, so that it can all be undone.
+type runner struct {
+	cfg  Config
+	dir  string
+	logf func(string, ...any)
+
+	tmp      string
+	bin      string
+	sim      *exec.Cmd
+	ir       *Ironic
+	rc       string
+	enrolled []string
+	cl       *Cluster
+	fw       *Firewall
+	once     sync.Once
+}
+
+func (r *runner) main() (code int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			r.logf("interrupted: healing and stopping (again to force)")
+			cancel()
+			if n > 1 {
+				r.cleanup()
+				os.Exit(130)
+			}
+		}
+	}()
+	defer r.cleanup()
+	defer func() {
+		if p := recover(); p != nil {
+			r.cleanup()
+			panic(p)
+		}
+	}()
+	v, err := r.run(ctx)
+	if err != nil {
+		r.logf("run failed: %v", err)
+		if ctx.Err() != nil {
+			return 130
+		}
+		return 2
+	}
+	printSummary(os.Stdout, r.dir, v)
+	if !v.Valid {
+		return 1
+	}
+	return 0
+}
+
+// cleanup heals every fault and stops everything the run started.
+func (r *runner) cleanup() {
+	r.once.Do(func() {
+		if r.fw != nil {
+			r.fw.Heal()
+		}
+		if r.cl != nil {
+			r.cl.Stop()
+		}
+		if r.ir != nil && len(r.enrolled) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			if err := r.ir.Cleanup(ctx, r.rc, r.enrolled); err != nil {
+				r.logf("Ironic cleanup: %v", err)
+			}
+			cancel()
+		}
+		if r.sim != nil && r.sim.Process != nil {
+			_ = r.sim.Process.Kill()
+			_ = r.sim.Wait()
+		}
+		if r.tmp != "" && !r.cfg.KeepData {
+			_ = os.RemoveAll(r.tmp)
+		}
+	})
+}
+
+func (r *runner) build() error {
+	if r.cfg.CorralBin != "" {
+		r.bin = r.cfg.CorralBin
+		return nil
+	}
+	r.bin = filepath.Join(r.tmp, "corral")
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", r.bin, "./cmd/corral")
+	cmd.Dir = r.cfg.CorralDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/corral in %s: %v\n%s", r.cfg.CorralDir, err, out)
+	}
+	r.logf("built corral (%s) in %s", r.corralVersion(), time.Since(start).Round(time.Millisecond))
+	return os.Chmod(r.bin, 0o755)
+}
+
+func (r *runner) startIronic(ctx context.Context, runID string) error {
+	r.ir = &Ironic{HTTP: &http.Client{Timeout: 30 * time.Second}}
+	if !r.cfg.RealIronic {
+		r.rc = "baremetal-jepsen"
+		cmd, u, err := StartSim(r.bin, r.cfg.Nodes, r.rc, filepath.Join(r.dir, "logs", "ironic-sim.log"))
+		if err != nil {
+			return err
+		}
+		r.sim, r.ir.URL = cmd, u
+		r.logf("Ironic simulator at %s with %d nodes", u, r.cfg.Nodes)
+		return nil
+	}
+	// A class of our own keeps other users' nodes (and leftovers of an
+	// interrupted run) out of the way.
+	r.rc = "baremetal-jepsen-" + runID
+	r.ir.URL = strings.TrimRight(r.cfg.IronicURL, "/")
+	start := time.Now()
+	ectx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	ids, err := r.ir.Enroll(ectx, "jepsen-"+runID, r.rc, r.cfg.Nodes)
+	r.enrolled = ids
+	if err != nil {
+		return fmt.Errorf("enroll nodes in %s: %w", r.ir.URL, err)
+	}
+	r.logf("enrolled %d nodes of class %s in %s in %s", len(ids), r.rc, r.ir.URL, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (r *runner) run(ctx context.Context) (Verdict, error) {
+	families, _ := ParseFamilies(r.cfg.Nemesis)
+	variants, _ := ParseVariants(r.cfg.Partitions)
+	rng := rand.New(rand.NewSource(r.cfg.Seed))
+	runID := fmt.Sprintf("%06x", rng.Intn(1<<24))
+	r.logf("run %s: results in %s, seed %d, nemesis %v", runID, r.dir, r.cfg.Seed, families)
+	var err error
+	if r.tmp, err = os.MkdirTemp("", "corral-jepsen-"); err != nil {
+		return Verdict{}, err
+	}
+	if err := os.Chmod(r.tmp, 0o755); err != nil {
+		return Verdict{}, err
+	}
+	if err := r.build(); err != nil {
+		return Verdict{}, err
+	}
+	if err := r.startIronic(ctx, runID); err != nil {
+		return Verdict{}, err
+	}
+	asUsers := os.Geteuid() == 0
+	if NeedsFirewall(families) && !asUsers {
+		return Verdict{}, fmt.Errorf("partitions need root (iptables, and agents running as their own uids)")
+	}
+	token := "jepsen-" + newUUID()
+	r.cl, err = NewCluster(r.bin, r.tmp, filepath.Join(r.dir, "logs"), token, r.ir.URL, r.cfg.BaseIP, r.cfg.Peers, asUsers)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if NeedsFirewall(families) {
+		if r.fw, err = NewFirewall(r.cl); err != nil {
+			return Verdict{}, err
+		}
+	}
+	if err := r.cl.Start(); err != nil {
+		return Verdict{}, err
+	}
+	api := NewCorral(token)
+	probe := &Probe{Cl: r.cl, API: api, IR: r.ir, RC: r.rc}
+	start := time.Now()
+	if err := probe.WaitReady(ctx, r.cfg.Nodes, 90*time.Second); err != nil {
+		return Verdict{}, err
+	}
+	r.logf("cluster of %d ready in %s (leader %s)", r.cfg.Peers, time.Since(start).Round(time.Millisecond), r.cl.Leader(ctx, api))
+	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+	err = api.CreateFlavor(fctx, probe.anyURL(fctx), "jepsen", normalizeRC(r.rc))
+	fcancel()
+	if err != nil {
+		return Verdict{}, err
+	}
+
+	rec, err := NewRecorder(filepath.Join(r.dir, "history.jsonl"))
+	if err != nil {
+		return Verdict{}, err
+	}
+	wl := &Workload{Cl: r.cl, API: api, Rec: rec, Clients: r.cfg.Clients, Timeout: r.cfg.OpTimeout,
+		MaxLive: r.cfg.MaxLive, Flavor: "jepsen", Image: r.cfg.Image, Seed: r.cfg.Seed}
+	nem := &Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
+		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf}
+	wctx, wcancel := context.WithTimeout(ctx, r.cfg.Duration)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); wl.Run(wctx) }()
+	go func() { defer wg.Done(); nem.Run(wctx, r.cfg.Duration) }()
+	r.logf("workload: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
+	wg.Wait()
+	wcancel()
+	nem.HealAll()
+	if err := rec.Close(); err != nil {
+		return Verdict{}, err
+	}
+	if ctx.Err() != nil {
+		return Verdict{}, ctx.Err()
+	}
+	ops := rec.Ops()
+	r.logf("workload done: %d history events; healed, waiting for recovery", len(ops))
+
+	recovery, rerr := probe.Recover(ctx, r.cfg.RecoverTimeout)
+	finalErr := ""
+	if rerr != nil {
+		finalErr = rerr.Error()
+	}
+	r.logf("recovery after the last heal: %s %s", recovery.Round(time.Millisecond), finalErr)
+	quiet, why := probe.Quiesce(ctx, r.cfg.QuiesceTimeout)
+	r.logf("quiesced: %v %s", quiet, why)
+	sleepCtx(ctx, 2*time.Second) // a stray Ironic side effect would land now
+	fs := probe.Collect(ctx)
+	fs.Quiesced = quiet
+	if ctx.Err() != nil {
+		return Verdict{}, ctx.Err()
+	}
+	windows := nem.Windows()
+	run := RunInfo{Started: time.Now().Add(-rec.Since()).Format(time.RFC3339), Duration: r.cfg.Duration.String(),
+		Nemesis: families, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Peers: r.cfg.Peers,
+		Ironic: "simulator", Nodes: r.cfg.Nodes, Corral: r.corralVersion()}
+	if r.cfg.RealIronic {
+		run.Ironic = "real at " + r.ir.URL + " (class " + r.rc + ")"
+	}
+	ops, run.Injected = applyInjections(r.cfg, ops)
+	if err := writeJSON(filepath.Join(r.dir, "final.json"), fs); err != nil {
+		return Verdict{}, err
+	}
+	v := checkAll(ops, fs, windows, recovery, finalErr, r.dir, run, r.cfg.CheckTimeout)
+	return v, writeResults(r.dir, v, ops, windows, len(run.Injected) > 0)
+}
+
+// corralVersion names the source the binary was built from.
+func (r *runner) corralVersion() string {
+	cmd := exec.Command("git", "describe", "--always", "--dirty", "--tags")
+	cmd.Dir = r.cfg.CorralDir
+	out, err := cmd.Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// normalizeRC is Placement's spelling of an Ironic resource class.
+func normalizeRC(raw string) string {
+	var b strings.Builder
+	for _, c := range strings.ToUpper(raw) {
+		if c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if !strings.HasPrefix(s, "CUSTOM_") {
+		s = "CUSTOM_" + s
+	}
+	return s
+}
+
+// checkAll runs every checker.
+func checkAll(ops []Op, fs FinalState, windows []Window, recovery time.Duration, finalErr, dir string, run RunInfo, timeout time.Duration) Verdict {
+	ix := indexHistory(ops)
+	v := Verdict{Run: run, Windows: windows, OpCounts: countOps(ix.Pairs)}
+	v.Linearizable = CheckLinearizable(ix, false, timeout, dir)
+	v.DefaultReads = CheckLinearizable(ix, true, timeout, "")
+	v.Final = CheckFinal(ix, fs)
+	v.Availability = CheckAvailability(ix, windows, recovery, finalErr)
+	v.Valid = v.Linearizable.Valid && v.Final.Valid && v.Availability.Valid
+	return v
+}
+
+func writeResults(dir string, v Verdict, ops []Op, windows []Window, injected bool) error {
+	if injected {
+		if err := WriteHistory(filepath.Join(dir, "history.jsonl"), ops); err != nil {
+			return err
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, "windows.json"), windows); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "verdict.json"), v); err != nil {
+		return err
+	}
+	if err := WriteReport(dir, v); err != nil {
+		return err
+	}
+	return PlotLatency(filepath.Join(dir, "latency.png"), Pairs(ops), windows)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func printSummary(w io.Writer, dir string, v Verdict) {
+	fmt.Fprintf(w, "\nlinearizability: %v (%d servers, %d ops, %d illegal %s)\n", v.Linearizable.Valid,
+		v.Linearizable.Keys, v.Linearizable.Ops, len(v.Linearizable.Illegal), causes(v.Linearizable.Causes))
+	fmt.Fprintf(w, "default reads (informational): %v (%d illegal)\n", v.DefaultReads.Valid, len(v.DefaultReads.Illegal))
+	fmt.Fprintf(w, "final state: %v %v\n", v.Final.Valid, v.Final.Counts)
+	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
+		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)
+	word := "VALID"
+	if !v.Valid {
+		word = "INVALID"
+	}
+	fmt.Fprintf(w, "verdict: %s — %s\n", word, filepath.Join(dir, "report.md"))
+}
