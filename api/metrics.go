@@ -14,6 +14,7 @@ var (
 	descReservations = prometheus.NewDesc("corral_reservations", "Ironic nodes reserved for servers.", nil, nil)
 	descNodes        = prometheus.NewDesc("corral_ironic_nodes", "Mirrored Ironic nodes by resource class and state (free, used, unavailable).", []string{"resource_class", "state"}, nil)
 	descHosts        = prometheus.NewDesc("corral_hosts", "Compute hosts by status.", []string{"status"}, nil)
+	descConflicts    = prometheus.NewDesc("corral_provider_inventory_conflicts", "Ironic node providers whose latest inventory Placement refused (e.g. standard classes still in use).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -21,6 +22,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descReservations
 	ch <- descNodes
 	ch <- descHosts
+	ch <- descConflicts
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -33,6 +35,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descServers, prometheus.GaugeValue, float64(n), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(descReservations, prometheus.GaugeValue, float64(len(st.Reservations())))
+	conflicts := 0
+	for _, n := range st.Nodes() {
+		if n.InventoryConflict != "" {
+			conflicts++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descConflicts, prometheus.GaugeValue, float64(conflicts))
 	for _, cp := range capacity(st.Nodes(), st.ReservedBy) {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Free), cp.ResourceClass, "free")
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Used), cp.ResourceClass, "used")

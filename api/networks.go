@@ -15,6 +15,7 @@ type NetworkMember struct {
 	Kind     string `json:"kind"`           // host kind: ironic (bare metal) or hypervisor (VM)
 	Node     string `json:"node,omitempty"` // Ironic node, for bare metal
 	VIF      string `json:"vif"`
+	VNICType string `json:"vnic_type"` // baremetal for a node's port, normal for a VM's
 }
 
 // NetworkView is one L2 segment: every server on the same network id
@@ -54,7 +55,12 @@ func (s *Server) listNetworks(c echo.Context) error {
 			if kind == "" {
 				kind = "ironic"
 			}
-			nv.Members = append(nv.Members, NetworkMember{ServerID: v.ID, Name: v.Name, Host: v.Host, Kind: kind, Node: v.NodeUUID, VIF: vifs[i]})
+			vnic := "normal"
+			if kind == "ironic" {
+				vnic = "baremetal"
+			}
+			nv.Members = append(nv.Members, NetworkMember{ServerID: v.ID, Name: v.Name, Host: v.Host, Kind: kind,
+				Node: v.NodeUUID, VIF: vifs[i], VNICType: vnic})
 		}
 	}
 	out := make([]NetworkView, 0, len(byNet))
