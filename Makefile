@@ -20,9 +20,11 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 # Every tier: pure, in-process clusters, real processes (and the real Ironic
-# when IRONIC_URL is set; see scripts/ironic-up.sh).
+# when IRONIC_URL is set; see scripts/ironic-up.sh). One package at a time:
+# the real-process tiers measure failure detection, which a machine shared
+# with other test packages would distort.
 test: vet
-	$(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout $(TIMEOUT) $(PKGS)
 
 # Fast tier only: skips the tests that start processes.
 test-short:

@@ -93,6 +93,9 @@ type Config struct {
 
 	// PeerToken authenticates forwarded requests between peers.
 	PeerToken string
+	// Settings are this peer's values of cluster-wide settings, advertised
+	// in gossip (see Node.AgreedSetting).
+	Settings map[string]string
 
 	// Test seams. Transport replaces the TCP transport (raft.InmemTransport);
 	// InmemStore keeps the raft log in memory; Forwarder replaces HTTP forwarding.

@@ -70,12 +70,17 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 			case !known:
 				propose(m.Name, reg)
 			case h.Status != fsm.HostUp:
-				// Back up only on life gossip saw AFTER the host went out of
-				// service (a forced-down host that gossip still shows alive
-				// from before is not "back"), and only after UpGrace of it.
-				// Gossip's times are this peer's clock, the host's change the
-				// leader's: on one machine or NTP-synced ones they compare.
-				if m.Changed.After(h.ChangedAt) && now.Sub(later(m.Changed, fo.since)) >= n.cfg.UpGrace {
+				// Back up after UpGrace of life gossip saw since the host went
+				// out of service. Life gossip reports from before that (a host
+				// forced down while gossip has not noticed it dead yet) counts
+				// only once gossip had time to notice: a killed host never comes
+				// back on stale news, a live host forced down does.
+				since := later(m.Changed, fo.since)
+				grace := n.cfg.UpGrace
+				if !m.Changed.After(h.ChangedAt) {
+					since, grace = later(h.ChangedAt, fo.since), n.cfg.UpGrace+n.gossipDetectWindow()
+				}
+				if now.Sub(since) >= grace {
 					propose(m.Name, reg)
 				}
 			case h.RaftAddr != m.Meta.RaftAddr || h.APIAddr != m.Meta.APIAddr || h.GossipAddr != m.Addr || h.Kind != m.Meta.Kind:
@@ -197,4 +202,11 @@ func (n *Node) reconcileOwners(ctx context.Context, fo *failover) error {
 		n.log.Warn("servers reassigned", "from", h.Name, "reason", reason, "servers", len(cmd.Moves))
 	}
 	return errors.Join(errs...)
+}
+
+// gossipDetectWindow bounds how long gossip may take to notice a dead
+// member: a probe, then the suspicion timeout at its longest.
+func (n *Node) gossipDetectWindow() time.Duration {
+	g := n.cfg.Gossip
+	return g.ProbeInterval + g.ProbeTimeout + time.Duration(2*g.SuspicionMult)*g.ProbeInterval
 }

@@ -31,6 +31,9 @@ type memberMeta struct {
 	// Leaving is announced just before a graceful leave, so that peers
 	// can tell a departure from a death (memberlist reports both alike).
 	Leaving bool `json:"leaving,omitempty"`
+	// Settings are cluster-wide settings as this peer is configured; the
+	// leader applies one only when every live peer agrees on it.
+	Settings map[string]string `json:"set,omitempty"`
 }
 
 // memberState is this peer's view of one gossip member.

@@ -90,6 +90,7 @@ func New(cfg Config) (*Node, error) {
 		Kind:         cfg.Kind,
 		Expect:       cfg.BootstrapExpect,
 		Bootstrapped: hasState,
+		Settings:     cfg.Settings,
 	}
 	g, err := newGossip(&n.cfg, meta, n.log)
 	if err != nil {
@@ -208,4 +209,22 @@ func (n *Node) Shutdown() error {
 		n.log.Info("peer stopped")
 	})
 	return n.stopErr
+}
+
+// AgreedSetting returns the value of a cluster-wide setting when every
+// live peer advertises the same one, so that a rolling change takes effect
+// once, when the last peer has it, whichever peer leads meanwhile.
+func (n *Node) AgreedSetting(key string) (string, bool) {
+	value, seen := "", false
+	for _, m := range n.gossip.snapshot() {
+		if m.Status != MemberAlive {
+			continue
+		}
+		v, ok := m.Meta.Settings[key]
+		if !ok || seen && v != value {
+			return "", false
+		}
+		value, seen = v, true
+	}
+	return value, seen
 }

@@ -29,6 +29,10 @@ type NodeSync struct {
 	ReapAfter time.Duration
 }
 
+// SettingLegacyInventory is the gossip setting of [workarounds]
+// report_ironic_standard_resource_class_inventory.
+const SettingLegacyInventory = "legacy_inventory"
+
 // maxSyncBatch bounds the nodes carried by one log entry.
 const maxSyncBatch = 500
 
@@ -118,6 +122,16 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 		}
 	}
 	legacy := s.legacy
+	if ag, ok := s.c.(interface{ AgreedSetting(string) (string, bool) }); ok {
+		// A peer-wide setting changes when every live peer agrees on it; until
+		// then the committed value stays, whichever peer leads.
+		v, agreed := ag.AgreedSetting(SettingLegacyInventory)
+		if !agreed {
+			legacy = s.c.Store().LegacyInventory()
+		} else {
+			legacy = v == "true"
+		}
+	}
 	flagChanged := s.c.Store().LegacyInventory() != legacy
 	first := true
 	for len(upserts) > 0 || len(missing) > 0 || (first && (flagChanged || retry)) {

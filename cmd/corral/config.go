@@ -460,5 +460,6 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
 		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
 		DownGrace: c.Failover.DownGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
+		Settings: map[string]string{"legacy_inventory": strconv.FormatBool(c.LegacyInventory)},
 	}
 }
