@@ -91,6 +91,15 @@ type Options struct {
 // Start launches n agents bootstrapped with --bootstrap-expect n.
 func Start(t testing.TB, n int, opts Options) *Cluster {
 	t.Helper()
+	return StartWith(t, n, opts, nil)
+}
+
+// StartWith is Start with a hook that adjusts each agent (its Args and
+// Env) before its first start: a host's kind is part of its identity, so
+// a cluster mixing hypervisor and ironic hosts must give each agent its
+// kind from the beginning. adjust may be nil.
+func StartWith(t testing.TB, n int, opts Options, adjust func(i int, a *Agent)) *Cluster {
+	t.Helper()
 	if opts.BaseIP == 0 {
 		opts.BaseIP = 2
 	}
@@ -107,9 +116,12 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 	}
 	// Every agent lists every peer, as the deploy examples do, so a
 	// restarted agent finds the others whichever it is.
-	for _, a := range c.Agents {
+	for i, a := range c.Agents {
 		for _, o := range c.Agents {
 			a.Args = append(a.Args, "--join", o.GossipAddr())
+		}
+		if adjust != nil {
+			adjust(i, a)
 		}
 	}
 	for _, a := range c.Agents {
