@@ -122,8 +122,14 @@ func reconcileNodeProvider(st *state, uuid string, at time.Time) {
 	conflict := ""
 	p, err := ensureProvider(st, uuid, uuid)
 	if err == nil {
+		// Held by a claim of any class (a VM that landed through legacy
+		// standard inventory too): then the node is not "unavailable".
 		usage, _ := st.placement.Usages(uuid)
-		inv := nodeInventory(n, st.legacyInventory, usage[NormalizeResourceClass(n.ResourceClass)] > 0)
+		inUse := false
+		for _, u := range usage {
+			inUse = inUse || u > 0
+		}
+		inv := nodeInventory(n, st.legacyInventory, inUse)
 		if !maps.Equal(p.Inventories, inv) {
 			p, err = st.placement.SetInventories(uuid, p.Generation, inv)
 		}
