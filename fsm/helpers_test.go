@@ -143,13 +143,27 @@ func genServerCommand(r *rand.Rand, m Meta, hostName, flavorID func() string) Co
 	srv := fmt.Sprintf("s%d", r.IntN(30))
 	node := fmt.Sprintf("n%d", r.IntN(12))
 	epoch := uint64(r.IntN(3))
-	switch r.IntN(8) {
+	switch r.IntN(9) {
 	case 6:
 		return &SetHostDrain{Meta: m, Name: hostName(), Drained: r.IntN(2) == 0}
 	case 7:
 		return &ReassignServers{Meta: m, Reason: ReasonHostDown, Moves: []Move{{ServerID: srv, FromHost: hostName(), FromEpoch: epoch, ToHost: hostName()}}}
 	case 0:
-		return &CreateServer{Meta: m, ID: srv, Name: "vm-" + srv, FlavorID: flavorID(), ImageRef: "img", Host: hostName()}
+		c := &CreateServer{Meta: m, ID: srv, Name: "vm-" + srv, FlavorID: flavorID(), ImageRef: "img", Host: hostName()}
+		if r.IntN(2) == 0 {
+			// A leader's decision: a claim of one node (sometimes two, or a
+			// host provider), so Apply's claim paths, valid or rejected,
+			// are covered too.
+			c.ID = fmt.Sprintf("10000000-0000-4000-9000-%012d", r.IntN(30))
+			c.Claim = map[string]map[string]int64{}
+			for range r.IntN(2) + 1 {
+				c.Claim[fmt.Sprintf("00000000-0000-4000-8000-%012d", r.IntN(6))] = map[string]int64{"CUSTOM_BAREMETAL_GOLD": 1}
+			}
+			if r.IntN(4) == 0 {
+				c.Claim[HostProviderUUID(c.Host)] = map[string]int64{"VCPU": 1}
+			}
+		}
+		return c
 	case 1:
 		return &ReserveNode{Meta: m, ServerID: srv, Host: hostName(), Epoch: epoch, NodeUUID: node}
 	case 2:
@@ -159,6 +173,9 @@ func genServerCommand(r *rand.Rand, m Meta, hostName, flavorID func() string) Co
 		return &SetServerTask{Meta: m, ID: srv, Host: hostName(), Epoch: epoch, Status: st}
 	case 4:
 		return &DeleteServer{Meta: m, ID: srv}
+	case 8:
+		return &SyncNodes{Meta: m, Upserts: []Node{{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", r.IntN(6)),
+			ResourceClass: "baremetal-gold", ProvisionState: "available", PowerState: "power off"}}}
 	default:
 		return &SyncNodes{Meta: m, Upserts: []Node{{UUID: node, ProvisionState: "available", PowerState: "power off"}},
 			Missing: []string{fmt.Sprintf("n%d", r.IntN(12))}}

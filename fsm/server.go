@@ -219,23 +219,30 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 		if !ok || h.Status != HostUp {
 			return nil, fmt.Errorf("%w: host %s chosen for server %s is no longer up; retry the request", ErrStaleDecision, c.Host, c.ID)
 		}
-		for prov := range c.Claim {
+		if h.Drained {
+			return nil, fmt.Errorf("%w: host %s chosen for server %s is drained; retry the request", ErrStaleDecision, c.Host, c.ID)
+		}
+		// Providers in sorted order: the order decides which error a bad
+		// claim gets, and Apply must answer the same on every peer.
+		for _, prov := range sortedKeys(c.Claim) {
 			if _, isNode := st.nodes[prov]; isNode {
 				if h.Kind != KindIronic {
 					return nil, fmt.Errorf("%w: host %s cannot serve Ironic node %s", ErrInvalid, c.Host, prov)
+				}
+				if s.ClaimedNode != "" {
+					return nil, fmt.Errorf("%w: server %s claims two Ironic nodes (%s, %s): a server is one node", ErrInvalid, c.ID, s.ClaimedNode, prov)
 				}
 				s.ClaimedNode = prov
 			} else if prov != HostProviderUUID(c.Host) {
 				return nil, fmt.Errorf("%w: host %s cannot serve resource provider %s", ErrInvalid, c.Host, prov)
 			}
 		}
+		// Every check is done: the claim is the last step that can fail,
+		// and it writes nothing when it fails.
 		if err := claim(st, c.ID, c.Claim); err != nil {
 			return nil, err
 		}
 		s.Claim = c.Claim
-		if h.Drained {
-			return nil, fmt.Errorf("%w: host %s chosen for server %s is drained; retry the request", ErrStaleDecision, c.Host, c.ID)
-		}
 		s.Status, s.TaskState, s.Host, s.Epoch = StatusBuild, TaskScheduling, c.Host, 1
 		s.EpochIndex, s.OwnerSince, s.OwnerReason = st.index, at, "placed at creation (fewest servers)"
 	}
