@@ -1,5 +1,6 @@
 // Package client is a small Go client for corral's HTTP API, used by the
-// CLI and by tests that drive real agents.
+// CLI and by tests that drive real agents. It imports nothing but the
+// standard library, so any program can use it.
 package client
 
 import (

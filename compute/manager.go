@@ -4,6 +4,9 @@
 // hypervisors), with the fencing every driver shares: intents and outcomes
 // are committed at the owner epoch, and a worker stops the moment the log
 // gives its server to another owner or epoch.
+//
+// It declares what it needs of the cluster (Cluster) and of a driver
+// (Virt); it never imports api, cluster, ironic or gophercloud.
 package compute
 
 import (

@@ -1,7 +1,7 @@
 // Package fake is a VM virt driver for hypervisor hosts that only records
 // what it is asked to do: spawns and destroys, with the inventory it
 // reports. It lets corral schedule VMs beside bare metal without a
-// hypervisor behind it.
+// hypervisor behind it. It never imports api, cluster or ironic.
 package fake
 
 import (
@@ -29,7 +29,6 @@ type Record struct {
 type Driver struct {
 	mu        sync.Mutex
 	vms       map[string]Record
-	destroyed int
 }
 
 // New returns an empty fake driver.
@@ -64,7 +63,6 @@ func (d *Driver) Delete(_ context.Context, _ *compute.Handle, s fsm.Server) erro
 	defer d.mu.Unlock()
 	if _, ok := d.vms[s.ID]; ok {
 		delete(d.vms, s.ID)
-		d.destroyed++
 	}
 	return nil
 }
@@ -79,11 +77,4 @@ func (d *Driver) VMs() []Record {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ServerID < out[j].ServerID })
 	return out
-}
-
-// Destroyed counts the VMs destroyed so far.
-func (d *Driver) Destroyed() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.destroyed
 }
