@@ -44,14 +44,18 @@ bench-failover:
 bench-boot:
 	CORRAL_BENCH=1 $(GO) test -count=1 -run '^TestBootBenchmark$$' -v -timeout 20m ./e2e/
 
-# Fault injection (jepsen/, its own module): ~3 minutes with kill, pause and
-# partition nemeses (CI), or ~7 minutes with every nemesis. Needs root for
-# the partitions. Results land in jepsen/results/<run>/.
+# Fault injection (jepsen/, its own module; its processes and partitions
+# come from testkit/, shared with e2e/). jepsen-quick: the checkers' tests
+# and ~3 minutes of kill, pause and partition faults; jepsen: the tests and
+# every nemesis for ~7 minutes (CI runs it). Needs root for the partitions.
+# The agents are race-built when CORRAL_RACE=1 or CI=true. Exit 2 means a
+# fault could not be injected or healed: the run proves nothing. Results
+# land in jepsen/results/<run>/.
 jepsen-quick:
 	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -duration 150s -nemesis kill,pause,partition
 
 jepsen:
-	cd jepsen && $(GO) run . -duration 400s -nemesis all
+	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -duration 400s -nemesis all
 
 ironic-up:
 	@scripts/ironic-up.sh

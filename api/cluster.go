@@ -2,9 +2,7 @@ package api
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -55,27 +53,4 @@ func (s *Server) leave(c echo.Context) error {
 	}
 	go s.cfg.OnLeave()
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "leaving", "peer": s.c.Name()})
-}
-
-// forwardApply is the leader's side of a follower's forwarded write.
-func (s *Server) forwardApply(c echo.Context) error {
-	data, err := io.ReadAll(io.LimitReader(c.Request().Body, 8<<20))
-	if err != nil {
-		return badRequest("read forwarded command: %v", err)
-	}
-	idx, err := s.c.ApplyForwarded(c.Request().Context(), data)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, cluster.ForwardResponse{Index: idx})
-}
-
-// forwardReadIndex is the leader's side of a follower's read index.
-func (s *Server) forwardReadIndex(c echo.Context) error {
-	verify, _ := strconv.ParseBool(c.QueryParam("verify"))
-	idx, err := s.c.ReadIndex(c.Request().Context(), verify)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, cluster.ForwardResponse{Index: idx})
 }

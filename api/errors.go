@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -37,6 +38,18 @@ type ErrorDetail struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
+// Kinds of the native error body (ErrorDetail.Kind), besides the
+// snake-cased status texts of other HTTP errors.
+const (
+	kindInvalid   = "invalid"
+	kindNotFound  = "not_found"
+	kindConflict  = "conflict"
+	kindNotLeader = "not_leader"
+	kindNoLeader  = "no_leader"
+	kindTimeout   = "timeout"
+	kindInternal  = "internal"
+)
+
 // classify is the one place that maps an error to an HTTP status and a kind.
 func classify(err error) (int, string) {
 	var he *echo.HTTPError
@@ -47,23 +60,23 @@ func classify(err error) (int, string) {
 	case errors.As(err, &he):
 		return he.Code, strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
 	case errors.Is(err, ErrBadRequest), errors.Is(err, fsm.ErrInvalid), errors.Is(err, cluster.ErrBadConsistency):
-		return http.StatusBadRequest, cluster.KindInvalid
+		return http.StatusBadRequest, kindInvalid
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden, "forbidden"
 	case errors.Is(err, fsm.ErrNotFound):
-		return http.StatusNotFound, cluster.KindNotFound
+		return http.StatusNotFound, kindNotFound
 	case errors.Is(err, fsm.ErrConflict):
-		return http.StatusConflict, cluster.KindConflict
+		return http.StatusConflict, kindConflict
 	case errors.Is(err, cluster.ErrNotLeader):
-		return http.StatusServiceUnavailable, cluster.KindNotLeader
+		return http.StatusServiceUnavailable, kindNotLeader
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotReady), errors.Is(err, cluster.ErrShutdown):
-		return http.StatusServiceUnavailable, cluster.KindNoLeader
+		return http.StatusServiceUnavailable, kindNoLeader
 	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout, "timeout"
+		return http.StatusGatewayTimeout, kindTimeout
 	}
-	return http.StatusInternalServerError, cluster.KindInternal
+	return http.StatusInternalServerError, kindInternal
 }
 
 // novaErrorKey is the top-level key Nova uses for each status.
@@ -128,8 +141,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			"title": http.StatusText(code), "detail": msg, "request_id": rid}}}
 	case strings.HasPrefix(path, novaPrefix):
 		body = map[string]any{novaErrorKey(code): map[string]any{"code": code, "message": msg}}
-	case strings.HasPrefix(path, cluster.ForwardApplyPath), strings.HasPrefix(path, cluster.ForwardReadIndexPath):
-		body = cluster.ForwardResponse{Error: &cluster.ForwardError{Kind: kind, Message: msg}}
+	case strings.HasPrefix(path, forward.PathPrefix):
+		// Peers read the forwarding protocol's own error format.
+		forward.WriteError(c.Response(), code, err)
+		return
 	default:
 		body = ErrorBody{Error: ErrorDetail{Code: code, Kind: kind, Message: msg, RequestID: rid}}
 	}

@@ -82,22 +82,6 @@ func (s *Server) novaVersionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func (s *Server) novaRoutes(g *echo.Group) {
-	g.GET("", s.novaVersion)
-	g.GET("/", s.novaVersion)
-	g.GET("/flavors", s.listFlavors(false))
-	g.GET("/flavors/detail", s.listFlavors(true))
-	g.POST("/flavors", s.createFlavor)
-	g.GET("/flavors/:id", s.getFlavor)
-	g.DELETE("/flavors/:id", s.deleteFlavor)
-	g.GET("/flavors/:id/os-extra_specs", s.listExtraSpecs)
-	g.POST("/flavors/:id/os-extra_specs", s.createExtraSpecs)
-	g.GET("/flavors/:id/os-extra_specs/:key", s.getExtraSpec)
-	g.PUT("/flavors/:id/os-extra_specs/:key", s.updateExtraSpec)
-	g.DELETE("/flavors/:id/os-extra_specs/:key", s.deleteExtraSpec)
-	s.serverRoutes(g)
-}
-
 type link struct {
 	Rel  string `json:"rel"`
 	Href string `json:"href"`

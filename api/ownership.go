@@ -8,15 +8,6 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
-func (s *Server) ownershipRoutes(e *echo.Echo) {
-	e.POST("/v1/hosts/:name/drain", s.drainHost(true))
-	e.POST("/v1/hosts/:name/undrain", s.drainHost(false))
-	e.POST("/v1/hosts/:name/force-down", s.forceDown)
-	e.POST("/v1/servers/:id/move", s.moveServer)
-	e.GET("/v1/servers/:id/owner", s.serverOwner)
-	e.GET("/v1/plan/rebalance", s.planRebalance)
-}
-
 func (s *Server) drainHost(drained bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		name := c.Param("name")

@@ -21,29 +21,6 @@ const (
 // errCorralOwned refuses writes to the providers corral keeps.
 var errCorralOwned = errors.New("corral keeps these resource providers itself, from Ironic's nodes and the hypervisor hosts' [hypervisor] configuration: change the node in Ironic (or the host's configuration) instead")
 
-func (s *Server) placementRoutes(e *echo.Echo) {
-	g := e.Group(placementPrefix, s.placementVersionMiddleware)
-	g.GET("", s.placementRoot)
-	g.GET("/", s.placementRoot)
-	g.GET("/resource_providers", s.listProviders)
-	g.GET("/resource_providers/:uuid", s.getProvider)
-	g.GET("/resource_providers/:uuid/inventories", s.providerInventories)
-	g.GET("/resource_providers/:uuid/inventories/:rc", s.providerInventory)
-	g.GET("/resource_providers/:uuid/usages", s.providerUsages)
-	g.GET("/resource_providers/:uuid/traits", s.providerTraits)
-	g.GET("/resource_providers/:uuid/aggregates", s.providerAggregates)
-	g.GET("/resource_providers/:uuid/allocations", s.providerAllocations)
-	g.GET("/allocations/:consumer", s.consumerAllocations)
-	g.GET("/allocation_candidates", s.allocationCandidates)
-	g.GET("/usages", s.projectUsages)
-	g.GET("/traits", s.placementTraits)
-	g.GET("/resource_classes", s.resourceClasses)
-	refuse := func(c echo.Context) error { return echo.NewHTTPError(http.StatusForbidden, errCorralOwned.Error()) }
-	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
-		g.Add(m, "/*", refuse)
-	}
-}
-
 func (s *Server) placementVersionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ver := "1.0"

@@ -1,10 +1,7 @@
-// Package api serves corral's REST API with echo: the native /v1 admin
-// API, a Nova-shaped compute subset, health, readiness and metrics.
 package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,9 +15,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -38,8 +35,8 @@ type Cluster interface {
 	Name() string
 	Store() *fsm.Store
 	Propose(ctx context.Context, cmd fsm.Command) (uint64, error)
-	ApplyForwarded(ctx context.Context, data []byte) (uint64, error)
-	ReadIndex(ctx context.Context, verify bool) (uint64, error)
+	// The leader's end of forwarding, served under forward.PathPrefix.
+	forward.Leader
 	ReadBarrier(ctx context.Context, c cluster.Consistency) error
 	Members() []cluster.Member
 	RaftStatus() cluster.RaftStatus
@@ -64,6 +61,7 @@ type Server struct {
 	c      Cluster
 	log    *slog.Logger
 	e      *echo.Echo
+	roles  map[string]Role // "METHOD /path" → the role the route table requires
 	reqDur *prometheus.HistogramVec
 }
 
@@ -96,35 +94,12 @@ func New(cfg Config, c Cluster) (*Server, error) {
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.requestIDMiddleware, s.logMiddleware, s.authMiddleware)
 	s.e = e
-	s.routes()
+	s.mount()
 	return s, nil
 }
 
 // Handler returns the http.Handler of the API.
 func (s *Server) Handler() http.Handler { return s.e }
-
-func (s *Server) routes() {
-	e := s.e
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})))
-
-	e.GET("/v1/cluster/members", s.members)
-	e.GET("/v1/cluster/raft", s.raftStatus)
-	e.GET("/v1/hosts", s.listHosts)
-	e.GET("/v1/hosts/:name", s.getHost)
-	e.GET("/v1/nodes", s.listNodes)
-	e.GET("/v1/reservations", s.listReservations)
-	e.GET("/v1/networks", s.listNetworks)
-	e.POST("/v1/manage/ironic-flavor-migration", s.flavorMigration)
-	e.POST("/v1/agent/leave", s.leave)
-	s.ownershipRoutes(e)
-	e.POST(cluster.ForwardApplyPath, s.forwardApply)
-	e.GET(cluster.ForwardReadIndexPath, s.forwardReadIndex)
-
-	s.novaRoutes(e.Group(novaPrefix, s.novaVersionMiddleware))
-	s.placementRoutes(e)
-}
 
 var reqIDRE = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
@@ -165,58 +140,12 @@ func (s *Server) logMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		d := time.Since(start)
 		s.reqDur.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(d.Seconds())
-		if !strings.HasPrefix(route, "/v1/internal/") && route != "/metrics" && route != "/healthz" && route != "/readyz" {
+		if !strings.HasPrefix(route, forward.PathPrefix) && route != "/metrics" && route != "/healthz" && route != "/readyz" {
 			s.log.Debug("request", "method", c.Request().Method, "path", c.Request().URL.Path,
 				"status", status, "duration", d, "request_id", requestID(c))
 		}
 		return err
 	}
-}
-
-// public routes need no token.
-func public(path string) bool {
-	return path == "/healthz" || path == "/readyz" || path == "/metrics"
-}
-
-func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if public(c.Request().URL.Path) {
-			return next(c)
-		}
-		tok := c.Request().Header.Get("X-Auth-Token")
-		if tok == "" {
-			if h := c.Request().Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-				tok = strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))
-			}
-		}
-		if tok == "" {
-			return ErrUnauthorized
-		}
-		role, ok := s.lookupToken(tok)
-		if !ok {
-			return fmt.Errorf("%w: the token is not known to this cluster; check CORRAL_TOKEN against [auth] in the agents' configuration", ErrUnauthorized)
-		}
-		c.Set(ctxRole, role)
-		m := c.Request().Method
-		if role != RoleAdmin && m != http.MethodGet && m != http.MethodHead {
-			return fmt.Errorf("%w: the token has role %q, which may only read; use an admin token to %s %s", ErrForbidden, role, m, c.Request().URL.Path)
-		}
-		if role != RoleAdmin && strings.HasPrefix(c.Request().URL.Path, "/v1/internal/") {
-			return fmt.Errorf("%w: internal peer endpoints need an admin token", ErrForbidden)
-		}
-		return next(c)
-	}
-}
-
-// lookupToken compares in constant time against every configured token.
-func (s *Server) lookupToken(tok string) (Role, bool) {
-	var found Role
-	for t, r := range s.cfg.Tokens {
-		if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
-			found = r
-		}
-	}
-	return found, found != ""
 }
 
 // bindStrict decodes a JSON body, rejecting unknown fields and trailing data.

@@ -15,14 +15,6 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
-func (s *Server) serverRoutes(g *echo.Group) {
-	g.POST("/servers", s.createServer)
-	g.GET("/servers", s.listServers(false))
-	g.GET("/servers/detail", s.listServers(true))
-	g.GET("/servers/:id", s.getServer)
-	g.DELETE("/servers/:id", s.deleteServer)
-}
-
 // serverCreateBody is Nova's POST /servers body. Fields corral accepts but
 // has no use for on bare metal (security groups, key names, availability
 // zones, ...) are accepted and ignored, so that standard clients work.

@@ -98,10 +98,13 @@ type Config struct {
 	Settings map[string]string
 
 	// Test seams. Transport replaces the TCP transport (raft.InmemTransport);
-	// InmemStore keeps the raft log in memory; Forwarder replaces HTTP forwarding.
+	// InmemStore keeps the raft log in memory; Forwarder replaces HTTP
+	// forwarding; GossipCut, when set, drops the gossip this peer sends to
+	// each address (host:port) it returns true for, as a partition would.
 	Transport  raft.Transport
 	InmemStore bool
 	Forwarder  Forwarder
+	GossipCut  func(addr string) bool
 
 	Logger   *slog.Logger
 	Registry prometheus.Registerer

@@ -1,19 +1,27 @@
 package cluster
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/corral-dev/corral/cluster/forward"
+)
 
 // Sentinel errors detected by the cluster layer. The API maps them to HTTP
-// status codes; their messages tell an operator what to look at.
+// status codes; their messages tell an operator what to look at. The
+// leadership errors are the forwarding protocol's own, so that errors.Is
+// gives the same answer on a follower as on the leader.
 var (
 	// ErrNoLeader means no leader is known right now (an election is running,
 	// or this peer cannot reach a majority).
-	ErrNoLeader = errors.New("no raft leader is known: an election may be in progress, or this peer cannot reach a majority of peers (check `corral members` and `corral raft status`)")
+	ErrNoLeader = forward.ErrNoLeader
 	// ErrNotLeader is returned by leader-only operations on a follower.
-	ErrNotLeader = errors.New("this peer is not the raft leader")
-	// ErrNotReady means the peer is up but cannot serve the request yet.
-	ErrNotReady = errors.New("this peer is not ready")
-	// ErrShutdown means the peer is stopping.
-	ErrShutdown = errors.New("this peer is shutting down")
+	ErrNotLeader = forward.ErrNotLeader
+	// ErrNotReady means the peer is up but cannot serve the request yet. A
+	// follower whose forwarded request meets it on the leader retries.
+	ErrNotReady = forward.Unavailable("this peer is not ready")
+	// ErrShutdown means the peer is stopping. A follower whose forwarded
+	// request meets it on the leader retries.
+	ErrShutdown = forward.Unavailable("this peer is shutting down")
 	// ErrBadConsistency is returned for an unknown consistency level.
 	ErrBadConsistency = errors.New("unknown consistency level: use stale, default or linearizable")
 )

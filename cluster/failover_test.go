@@ -90,8 +90,10 @@ func TestDeadHostConfirmedAfterGrace(t *testing.T) {
 		}
 		return nil
 	})
-	h.Kill(victim)
+	// Kill may take a while to return (it waits for the peer's loops); the
+	// grace runs from the moment the peer starts to go.
 	killed := time.Now()
+	h.Kill(victim)
 	clustertest.Eventually(t, 20*time.Second, func() error {
 		hst, _ := h.Leader(10 * time.Second).Node.Store().Host(victim)
 		if hst.Status != fsm.HostDown {

@@ -81,9 +81,21 @@ func newGossip(cfg *Config, meta memberMeta, logger *slog.Logger) (*gossip, erro
 	mc.DeadNodeReclaimTime = 2 * time.Second
 	mc.Delegate = g
 	mc.Events = g
-	mc.Logger = slog.NewLogLogger(logger.With("component", "gossip").Handler(), slog.LevelDebug)
+	mc.Logger = newMemberlistLogger(logger.With("component", "gossip"))
+	if cfg.GossipCut != nil {
+		t, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+			BindAddrs: []string{cfg.BindAddr}, BindPort: cfg.GossipPort, Logger: mc.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
+		}
+		mc.Transport = &cutTransport{NetTransport: t, cut: cfg.GossipCut}
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		if mc.Transport != nil {
+			_ = mc.Transport.Shutdown()
+		}
 		return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
 	}
 	g.ml = ml
@@ -208,4 +220,40 @@ func (g *gossip) leave(timeout time.Duration) error {
 
 func (g *gossip) shutdown() error {
 	return g.ml.Shutdown()
+}
+
+// cutTransport drops the gossip this peer sends to the addresses cut
+// reports, as a network partition would: datagrams vanish, connections
+// fail. Cutting both ends' outgoing traffic cuts a link (Config.GossipCut).
+type cutTransport struct {
+	*memberlist.NetTransport
+	cut func(addr string) bool
+}
+
+func (t *cutTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	if t.cut(addr) {
+		return time.Now(), nil
+	}
+	return t.NetTransport.WriteTo(b, addr)
+}
+
+func (t *cutTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	if t.cut(a.Addr) {
+		return time.Now(), nil
+	}
+	return t.NetTransport.WriteToAddress(b, a)
+}
+
+func (t *cutTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	if t.cut(addr) {
+		return nil, fmt.Errorf("gossip to %s is cut", addr)
+	}
+	return t.NetTransport.DialTimeout(addr, timeout)
+}
+
+func (t *cutTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	if t.cut(a.Addr) {
+		return nil, fmt.Errorf("gossip to %s is cut", a.Addr)
+	}
+	return t.NetTransport.DialAddressTimeout(a, timeout)
 }

@@ -1,7 +1,3 @@
-// Package cluster runs one corral peer: raft (raft-boltdb/v2 log, file
-// snapshots, TCP transport), memberlist gossip, bootstrap and join, the
-// leader loop that reconciles gossip into raft and the FSM's host list,
-// proposals with leader forwarding, and read consistency levels.
 package cluster
 
 import (
@@ -15,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -33,7 +30,7 @@ type Node struct {
 	// barrier: from then on its commit index covers every earlier write.
 	readyTerm atomic.Uint64
 	leaving   atomic.Bool
-	decideMu  sync.Mutex // serialises leader decisions (see applyLocal)
+	mirror    atomic.Pointer[MirrorSync] // the node sync a boot that found no node runs (SetMirrorSync)
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -59,7 +56,7 @@ func New(cfg Config) (*Node, error) {
 	n.metrics = m
 	n.fwd = cfg.Forwarder
 	if n.fwd == nil {
-		n.fwd = NewHTTPForwarder(cfg.PeerToken)
+		n.fwd = forward.NewClient(cfg.PeerToken)
 	}
 
 	hl := newHCLogger(n.log, "raft")
@@ -130,14 +127,8 @@ func (n *Node) Name() string { return n.cfg.Name }
 // GossipAddr returns the bound gossip address (host:port).
 func (n *Node) GossipAddr() string { return n.gossip.Addr() }
 
-// RaftAddr returns the raft transport address.
-func (n *Node) RaftAddr() string { return string(n.parts.trans.LocalAddr()) }
-
 // IsLeader reports whether this peer is the raft leader now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
-
-// Snapshot asks raft to take a snapshot now (operators and tests).
-func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
 
 // Leave removes this peer from the cluster cleanly: it hands leadership
 // over if it has it, announces its departure over gossip (the leader then
@@ -212,12 +203,19 @@ func (n *Node) Shutdown() error {
 }
 
 // AgreedSetting returns the value of a cluster-wide setting when every
-// live peer advertises the same one, so that a rolling change takes effect
-// once, when the last peer has it, whichever peer leads meanwhile.
-func (n *Node) AgreedSetting(key string) (string, bool) {
+// live peer of host kind "kind" advertises the same one (every live peer
+// when kind is empty), so that a rolling change takes effect once, when
+// the last peer has it, whichever peer leads meanwhile. A setting of a
+// driver is agreed among the hosts that run that driver: the other hosts
+// advertise a value they never use.
+func (n *Node) AgreedSetting(kind, key string) (string, bool) {
+	return agreedSetting(n.gossip.snapshot(), kind, key)
+}
+
+func agreedSetting(members []memberState, kind, key string) (string, bool) {
 	value, seen := "", false
-	for _, m := range n.gossip.snapshot() {
-		if m.Status != MemberAlive {
+	for _, m := range members {
+		if m.Status != MemberAlive || kind != "" && m.Meta.Kind != kind {
 			continue
 		}
 		v, ok := m.Meta.Settings[key]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -77,70 +78,32 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (uint64, error) {
 
 // retryable errors are those where the write was certainly not applied.
 func retryable(err error) bool {
-	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNotDelivered)
+	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNotLeader) || errors.Is(err, forward.ErrNotDelivered)
 }
 
+// proposeOnce applies cmd here when this peer leads, or forwards it to the
+// leader (see forward.go).
 func (n *Node) proposeOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
 	if n.IsLeader() {
 		return n.applyLocal(ctx, cmd)
 	}
-	api, err := n.leaderAPI()
-	if err != nil {
-		return 0, err
-	}
-	data, err := fsm.Encode(cmd)
-	if err != nil {
-		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)
-	}
-	idx, err := n.fwd.Apply(ctx, api, data)
-	switch {
-	case err == nil:
-		n.metrics.forwardedWrite.WithLabelValues("ok").Inc()
-	case isBusiness(err):
-		n.metrics.forwardedWrite.WithLabelValues("rejected").Inc()
-	default:
-		n.metrics.forwardedWrite.WithLabelValues("error").Inc()
-	}
-	return idx, err
+	return n.forwardApply(ctx, cmd)
 }
 
-// ApplyForwarded applies a command a follower forwarded (leader only).
-func (n *Node) ApplyForwarded(ctx context.Context, data []byte) (uint64, error) {
-	if !n.IsLeader() {
-		return 0, ErrNotLeader
-	}
-	cmd, err := fsm.Decode(data)
-	if err != nil {
-		return 0, fmt.Errorf("%w: forwarded command: %v", fsm.ErrInvalid, err)
-	}
-	return n.applyLocal(ctx, cmd)
-}
-
-// applyLocal stamps cmd with the leader's clock, lets the state record the
-// leader's decisions in it (fsm.Store.Prepare), and applies it via raft.
+// applyLocal commits cmd from the leader. Its one call into the state
+// machine is fsm.Store.Decide: a command that carries the leader's
+// decisions (a new server's owner and claim, a reassignment plan) is
+// decided there on the current state, one at a time, and decided again
+// until it holds or nothing fits, the node mirror refreshed once before
+// "No valid host"; every attempt is committed by applyOnce.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
-	if fsm.Decides(cmd) {
-		// Decisions (placements, plans) are taken one at a time, each on
-		// the state the previous one left: concurrent decisions would read
-		// the same free resources.
-		n.decideMu.Lock()
-		defer n.decideMu.Unlock()
-	}
-	for attempt := 1; ; attempt++ {
-		idx, err := n.applyOnce(ctx, cmd)
-		// Decisions prepared concurrently may collide (two servers claiming
-		// the last node): decide again on the newer state.
-		if errors.Is(err, fsm.ErrStaleDecision) && attempt < 5 && fsm.Reschedule(cmd) {
-			continue
-		}
-		return idx, err
-	}
+	return n.store.Decide(ctx, cmd, fsm.Leader{Avoid: n.goneHosts(), Commit: n.applyOnce, RefreshNodes: n.refreshNodes})
 }
 
+// applyOnce stamps cmd with the leader's clock and commits it through raft;
+// it returns once this peer applied it, with Apply's business error.
 func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
 	cmd.Header().At = time.Now().UTC()
-	fsm.AvoidHosts(cmd, n.goneHosts())
-	n.store.Prepare(cmd)
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)
@@ -175,27 +138,6 @@ func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
 	return f.Index(), res.Err
 }
 
-// leaderAPI returns the API address of the current leader.
-func (n *Node) leaderAPI() (string, error) {
-	_, id := n.raft.LeaderWithID()
-	if id == "" {
-		return "", ErrNoLeader
-	}
-	if m, ok := n.gossip.member(string(id)); ok && m.Meta.APIAddr != "" {
-		return m.Meta.APIAddr, nil
-	}
-	if h, err := n.store.Host(string(id)); err == nil && h.APIAddr != "" {
-		return h.APIAddr, nil
-	}
-	return "", fmt.Errorf("%w: leader %s has no known API address yet", ErrNoLeader, id)
-}
-
-// LeaderName returns the leader's name, or "" when none is known.
-func (n *Node) LeaderName() string {
-	_, id := n.raft.LeaderWithID()
-	return string(id)
-}
-
 // ReadBarrier makes this peer's replica fit for a read at the given level.
 func (n *Node) ReadBarrier(ctx context.Context, c Consistency) error {
 	switch c {
@@ -209,21 +151,12 @@ func (n *Node) ReadBarrier(ctx context.Context, c Consistency) error {
 	default:
 		return fmt.Errorf("%w (got %q)", ErrBadConsistency, c)
 	}
-	verify := c == Linearizable
 	var idx uint64
 	var err error
 	if n.IsLeader() {
 		idx, err = n.ReadIndex(ctx, true)
 	} else {
-		var api string
-		if api, err = n.leaderAPI(); err == nil {
-			idx, err = n.fwd.ReadIndex(ctx, api, verify)
-			outcome := "ok"
-			if err != nil {
-				outcome = "error"
-			}
-			n.metrics.forwardedRead.WithLabelValues(string(c), outcome).Inc()
-		}
+		idx, err = n.forwardReadIndex(ctx, c)
 	}
 	if err != nil {
 		return fmt.Errorf("%s read: %w", c, err)

@@ -1,12 +1,8 @@
 package cluster
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -145,49 +141,4 @@ func raftConfig(cfg *Config, hl hclog.Logger) *raft.Config {
 	rc.TrailingLogs = cfg.Raft.TrailingLogs
 	rc.Logger = hl
 	return rc
-}
-
-// slogWriter turns hclog's JSON lines into slog records, so raft logs
-// in the same structured stream as the rest of corral.
-type slogWriter struct{ log *slog.Logger }
-
-func newHCLogger(logger *slog.Logger, name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       name,
-		Level:      hclog.Info,
-		JSONFormat: true,
-		Output:     &slogWriter{log: logger},
-	})
-}
-
-func (w *slogWriter) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(bytes.TrimSpace(p), []byte("\n")) {
-		var rec map[string]any
-		if err := json.Unmarshal(line, &rec); err != nil {
-			w.log.Info(string(line))
-			continue
-		}
-		lvl := slog.LevelInfo
-		switch rec["@level"] {
-		case "trace", "debug":
-			lvl = slog.LevelDebug
-		case "warn":
-			lvl = slog.LevelWarn
-		case "error":
-			lvl = slog.LevelError
-		}
-		msg, _ := rec["@message"].(string)
-		attrs := make([]any, 0, 2*len(rec))
-		if mod, ok := rec["@module"]; ok {
-			attrs = append(attrs, "component", mod)
-		}
-		for k, v := range rec {
-			if len(k) > 0 && k[0] == '@' {
-				continue
-			}
-			attrs = append(attrs, k, v)
-		}
-		w.log.Log(context.Background(), lvl, msg, attrs...)
-	}
-	return len(p), nil
 }

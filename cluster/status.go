@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -143,6 +142,3 @@ func (n *Node) Ready() []Check {
 	checks = append(checks, Check{"fsm", lagOK, fmt.Sprintf("applied %d of %d", applied, commit)})
 	return checks
 }
-
-// LastContact returns when this peer last heard from the leader.
-func (n *Node) LastContact() time.Time { return n.raft.LastContact() }

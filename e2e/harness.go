@@ -1,5 +1,7 @@
 // Package e2e starts real `corral agent` processes on 127.0.0.x and drives
-// them over HTTP. Its harness is shared by the end-to-end tests.
+// them over HTTP. Its harness is shared by the end-to-end tests; the
+// processes and the network faults come from testkit/proc and
+// testkit/netem, which jepsen/ uses too.
 package e2e
 
 import (
@@ -8,51 +10,32 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/testkit/netem"
+	"github.com/corral-dev/corral/testkit/proc"
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// Binary builds the corral binary once per test process (or returns
-// $CORRAL_BIN when set).
+// Binary returns the corral binary the agents run: $CORRAL_BIN when set,
+// else ./cmd/corral built once per test process, with the race detector
+// when CORRAL_RACE=1 or CI=true (see testkit/proc).
 func Binary(t testing.TB) string {
 	t.Helper()
-	if b := os.Getenv("CORRAL_BIN"); b != "" {
-		return b
+	_, file, _, _ := runtime.Caller(0)
+	b, err := proc.Corral(filepath.Dir(filepath.Dir(file)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "corral-e2e-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		builtBin = filepath.Join(dir, "corral")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/corral")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.Took > 0 {
+		t.Logf("built corral (race detector %v) in %s", b.Race, b.Took.Round(time.Millisecond))
 	}
-	return builtBin
+	return b.Path
 }
 
 // Agent is one corral agent process.
@@ -66,10 +49,11 @@ type Agent struct {
 	Args       []string // extra flags
 	Env        []string
 
-	c    *Cluster
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	c       *Cluster
+	mu      sync.Mutex
+	p       *proc.Proc
+	cgroup  string // cgroup2 directory it starts in ("": the test's)
+	cgroupR string // the same relative to the mount, for netem
 }
 
 // Cluster is a set of agent processes sharing one admin token.
@@ -86,6 +70,9 @@ type Options struct {
 	BaseIP    int      // last octet of the first peer (default 2 → 127.0.0.2)
 	ExtraArgs []string // flags for every agent
 	Env       []string // KEY=VALUE environment of every agent
+	// Cgroups, when set, starts each agent in the group of its name, so
+	// that netem can tell its packets apart (see Agent.NetHost).
+	Cgroups *proc.Cgroups
 }
 
 // Start launches n agents bootstrapped with --bootstrap-expect n.
@@ -112,6 +99,9 @@ func StartWith(t testing.TB, n int, opts Options, adjust func(i int, a *Agent)) 
 			Args: append([]string{"--bootstrap-expect", strconv.Itoa(n)}, opts.ExtraArgs...),
 			Env:  append([]string(nil), opts.Env...)}
 		a.DataDir = filepath.Join(c.Dir, a.Name)
+		if opts.Cgroups != nil {
+			a.cgroup, a.cgroupR = opts.Cgroups.Dir(a.Name), opts.Cgroups.Rel(a.Name)
+		}
 		c.Agents = append(c.Agents, a)
 	}
 	// Every agent lists every peer, as the deploy examples do, so a
@@ -132,20 +122,11 @@ func StartWith(t testing.TB, n int, opts Options, adjust func(i int, a *Agent)) 
 
 func freePort(t testing.TB, ip string) int {
 	t.Helper()
-	for {
-		l, err := net.Listen("tcp", ip+":0")
-		if err != nil {
-			t.Fatalf("no free port on %s: %v", ip, err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// memberlist also needs the UDP port.
-		u, err := net.ListenPacket("udp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err == nil {
-			u.Close()
-			return port
-		}
+	port, err := proc.FreePort(ip)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return port
 }
 
 // GossipAddr is the agent's gossip IP:PORT.
@@ -157,107 +138,99 @@ func (a *Agent) URL() string { return "http://" + net.JoinHostPort(a.IP, strconv
 // Client returns an admin API client for the agent.
 func (a *Agent) Client() *client.Client { return client.New(a.URL(), a.c.Token) }
 
+// NetHost is the agent as netem sees it: its address and, when the
+// cluster was started with Cgroups, its cgroup.
+func (a *Agent) NetHost() netem.Host { return netem.Host{Name: a.Name, IP: a.IP, Cgroup: a.cgroupR} }
+
+// LogPath is the file the agent's output is appended to.
+func (a *Agent) LogPath() string { return filepath.Join(a.c.Dir, a.Name+".log") }
+
+// process returns the agent's process, created from its current Args and
+// Env (which may have changed since the last start).
+func (a *Agent) process() *proc.Proc {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.p == nil {
+		a.p = proc.New(proc.Spec{Name: a.Name, Path: a.c.Bin, LogPath: a.LogPath(), Cgroup: a.cgroup})
+	}
+	return a.p
+}
+
 // Start launches the agent process (again, after Kill or Stop).
 func (a *Agent) Start() {
 	a.c.t.Helper()
-	args := append([]string{"agent", "--name", a.Name, "--data-dir", a.DataDir, "--bind", a.IP,
+	p := a.process()
+	p.Args = append([]string{"agent", "--name", a.Name, "--data-dir", a.DataDir, "--bind", a.IP,
 		"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
 		"--gossip-port", strconv.Itoa(a.GossipPort), "--log-format", "json"}, a.Args...)
-	cmd := exec.Command(a.c.Bin, args...)
-	cmd.Env = append(append(os.Environ(), "CORRAL_ADMIN_TOKEN="+a.c.Token), a.Env...)
-	logf, err := os.OpenFile(filepath.Join(a.c.Dir, a.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
+	p.Env = append([]string{"CORRAL_ADMIN_TOKEN=" + a.c.Token}, a.Env...)
+	if err := p.Start(); err != nil {
 		a.c.t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		a.c.t.Fatalf("start %s: %v", a.Name, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
-	a.mu.Lock()
-	a.cmd, a.done = cmd, done
-	a.mu.Unlock()
 }
 
 // Running reports whether the process is alive.
-func (a *Agent) Running() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.cmd == nil {
-		return false
-	}
-	select {
-	case <-a.done:
-		return false
-	default:
-		return true
-	}
-}
+func (a *Agent) Running() bool { return a.process().Running() }
 
-func (a *Agent) signal(sig syscall.Signal) {
-	a.mu.Lock()
-	cmd := a.cmd
-	a.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Signal(sig)
-	}
-}
-
-// Kill sends SIGKILL and waits for the process to exit.
+// Kill sends SIGKILL and waits for the process to exit; it fails the test
+// when the agent was not running or did not exit.
 func (a *Agent) Kill() {
-	a.signal(syscall.SIGKILL)
-	a.Wait(10 * time.Second)
-}
-
-// Stop sends SIGTERM and waits up to timeout for the exit.
-func (a *Agent) Stop(timeout time.Duration) {
-	a.signal(syscall.SIGTERM)
-	if !a.Wait(timeout) {
-		a.Kill()
+	a.c.t.Helper()
+	if err := a.process().Kill(); err != nil {
+		a.c.t.Fatal(err)
 	}
 }
 
-// Pause and Resume send SIGSTOP and SIGCONT.
-func (a *Agent) Pause()  { a.signal(syscall.SIGSTOP) }
-func (a *Agent) Resume() { a.signal(syscall.SIGCONT) }
+// Stop sends SIGTERM and waits up to timeout for the exit, then kills.
+func (a *Agent) Stop(timeout time.Duration) {
+	a.c.t.Helper()
+	if err := a.process().Stop(timeout); err != nil {
+		a.c.t.Fatal(err)
+	}
+}
+
+// Pause sends SIGSTOP and waits until the agent is stopped; Resume sends
+// SIGCONT. Either fails the test when the agent is not running.
+func (a *Agent) Pause() {
+	a.c.t.Helper()
+	if err := a.process().Pause(); err != nil {
+		a.c.t.Fatal(err)
+	}
+}
+
+func (a *Agent) Resume() {
+	a.c.t.Helper()
+	if err := a.process().Resume(); err != nil {
+		a.c.t.Fatal(err)
+	}
+}
 
 // Wait waits for the process to exit; false on timeout.
-func (a *Agent) Wait(timeout time.Duration) bool {
-	a.mu.Lock()
-	done := a.done
-	a.mu.Unlock()
-	if done == nil {
-		return true
-	}
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
+func (a *Agent) Wait(timeout time.Duration) bool { return a.process().Wait(timeout) }
 
-// StopAll kills every agent still running.
+// StopAll kills every agent still running, then fails the test if an
+// agent's log holds a data race report (agents built with -race), and
+// shows the log tails of a failed test.
 func (c *Cluster) StopAll() {
 	for _, a := range c.Agents {
-		a.Resume()
-		if a.Running() {
-			a.Kill()
+		p := a.process()
+		_ = p.Resume() // not running is fine here
+		if err := p.Kill(); err != nil && !errors.Is(err, proc.ErrNotRunning) {
+			c.t.Errorf("stop %s: %v", a.Name, err)
+		}
+	}
+	for _, a := range c.Agents {
+		races, err := proc.DataRaces(a.LogPath())
+		if err != nil {
+			c.t.Errorf("read log of %s: %v", a.Name, err)
+		}
+		for _, r := range races {
+			c.t.Errorf("agent %s hit a data race:\n%s", a.Name, r)
 		}
 	}
 	if c.t.Failed() {
 		for _, a := range c.Agents {
-			if b, err := os.ReadFile(filepath.Join(c.Dir, a.Name+".log")); err == nil {
-				tail := b
-				if len(tail) > 4000 {
-					tail = tail[len(tail)-4000:]
-				}
+			if tail, err := proc.Tail(a.LogPath(), 4000); err == nil && tail != "" {
 				c.t.Logf("--- log tail of %s ---\n%s", a.Name, tail)
 			}
 		}

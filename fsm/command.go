@@ -86,53 +86,6 @@ func init() {
 	register[Noop](CmdNoop, "Noop", func(*state, *Noop) (any, error) { return nil, nil })
 }
 
-// leaderPrepared is implemented by commands in which the leader records a
-// decision taken from the current state (such as a placement) before
-// proposing, so that Apply only validates it.
-type leaderPrepared interface {
-	prepare(st *state)
-	// reset forgets the decision, so that prepare decides again.
-	reset()
-}
-
-// hostAvoider is implemented by commands whose leader decisions should
-// avoid some hosts the state still shows up (gossip already sees them
-// dead): the leader records the list in the command, so Apply and every
-// replica see the same decision.
-type hostAvoider interface {
-	avoid(hosts []string)
-}
-
-// AvoidHosts records, in a command that places servers, hosts the leader
-// must not choose (dead to gossip, not yet down in the log).
-func AvoidHosts(c Command, hosts []string) {
-	if a, ok := c.(hostAvoider); ok && len(hosts) > 0 {
-		a.avoid(hosts)
-	}
-}
-
-// ErrStaleDecision is returned when a decision the leader prepared (a
-// placement, a claim) no longer holds when the entry applies, because
-// entries prepared at the same time took the resources first. The leader
-// prepares again (Reschedule) and retries.
-var ErrStaleDecision = fmt.Errorf("%w: the leader's decision is stale", ErrConflict)
-
-// Decides reports whether the leader takes decisions in c before proposing.
-func Decides(c Command) bool {
-	_, ok := c.(leaderPrepared)
-	return ok
-}
-
-// Reschedule clears the leader's decisions in c so that the next Prepare
-// decides afresh; it reports whether c carries such decisions.
-func Reschedule(c Command) bool {
-	p, ok := c.(leaderPrepared)
-	if ok {
-		p.reset()
-	}
-	return ok
-}
-
 // commandSpec is how the store decodes and applies one command type.
 type commandSpec struct {
 	name  string

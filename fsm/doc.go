@@ -40,6 +40,17 @@
 //     (ErrNotFound, ErrConflict, ErrInvalid), leaves state untouched. The
 //     applied index advances for every entry either way.
 //
+// # Leader decisions
+//
+// Some commands carry a decision the leader takes from the current state
+// before proposing — the owner and claim of a new server, a reassignment
+// plan — so that Apply only validates it. Store.Decide is the leader's one
+// call for that: it decides (through fsm/sched, which owns every
+// scheduling rule), commits through the function the leader passes, takes
+// decisions one at a time and decides again when Apply answers
+// ErrStaleDecision. fsm imports fsm/sched and fsm/placement; neither
+// imports fsm.
+//
 // # Snapshots
 //
 // A snapshot is a header ("CORRALSN", uint16 big-endian format version,

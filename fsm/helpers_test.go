@@ -79,6 +79,8 @@ func sampleCommands() []Command {
 		&ReportInventory{Meta: m, Host: "hv-1", Inventory: map[string]placement.Inventory{
 			"VCPU": {Total: 16, MinUnit: 1, MaxUnit: 16, StepSize: 1, AllocationRatio: 4}}, Traits: []string{"HW_CPU_X86_AVX2"}},
 		&MigrateFlavors{Meta: m, ResourceClass: "CUSTOM_GOLD", ServerIDs: []string{"s1"}},
+		&AdoptServer{Meta: m, ID: "10000000-0000-4000-9000-000000000001", Name: "db-1", Flavor: Flavor{ID: "f1", Name: "baremetal"},
+			ImageRef: "img-1", NodeUUID: "n1", AllocationUUID: "10000000-0000-4000-9000-000000000001", Host: "node-1"},
 		&ReassignServers{Meta: m, From: "node-1", Reason: ReasonHostDown,
 			Moves: []Move{{ServerID: "s1", FromHost: "node-1", FromEpoch: 1, ToHost: "node-2"}}},
 	}

@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	"github.com/corral-dev/corral/fsm/plan"
+	"github.com/corral-dev/corral/fsm/sched"
 )
 
 // SetHostDrain drains a host (no new servers; the leader moves its servers
@@ -35,7 +35,7 @@ const (
 )
 
 // ReassignServers commits a whole reassignment plan as one entry. With
-// From set and no Moves, the leader plans (plan.Reassign) every live
+// From set and no Moves, the leader plans (sched.Reassign) every live
 // server of From onto the up, undrained hosts of its kind before
 // proposing. Every moved server's owner epoch grows by one.
 type ReassignServers struct {
@@ -89,14 +89,14 @@ func PlanReassign(st *state, host string, avoid ...string) []Move {
 	if len(ids) == 0 {
 		return nil
 	}
-	var cands []plan.Candidate
+	var cands []sched.Candidate
 	for _, c := range placementCandidates(st, KindIronic, avoid...) {
 		if c.Name != host {
 			cands = append(cands, c)
 		}
 	}
 	var moves []Move
-	for _, a := range plan.Reassign(ids, cands) {
+	for _, a := range sched.Reassign(ids, cands) {
 		moves = append(moves, Move{ServerID: a.ServerID, FromHost: host, FromEpoch: epochs[a.ServerID], ToHost: a.Host})
 	}
 	return moves

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/corral-dev/corral/fsm/plan"
+	"github.com/corral-dev/corral/fsm/sched"
 )
 
 // ErrFenced is returned when a command carries an owner epoch (or owner)
@@ -92,7 +92,7 @@ func cloneServer(s Server) Server {
 func (s Server) Live() bool { return s.Status != StatusDeleted }
 
 // CreateServer records a new server. The leader fills Host (the owner)
-// with plan.ChooseHost before proposing; an empty Host after that means no
+// with sched.Place before proposing; an empty Host after that means no
 // host could take it and the server is recorded in ERROR.
 type CreateServer struct {
 	Meta
@@ -111,9 +111,14 @@ type CreateServer struct {
 	NoValidHost string `json:"no_valid_host,omitempty"`
 	// Avoid are hosts the leader must not choose (dead to gossip).
 	Avoid []string `json:"avoid,omitempty"`
+	// starved: the leader's decision found no resource provider at all
+	// (not part of the entry).
+	starved bool
 }
 
 func (c *CreateServer) avoid(hosts []string) { c.Avoid = hosts }
+
+func (c *CreateServer) noCandidate() bool { return c.starved }
 
 // Type implements Command.
 func (*CreateServer) Type() CommandType { return CmdCreateServer }
@@ -163,19 +168,19 @@ func hostLoad(st *state) map[string]int {
 
 // placementCandidates are the up hosts of the kind, with their load,
 // less the avoided ones.
-func placementCandidates(st *state, kind string, avoid ...string) []plan.Candidate {
+func placementCandidates(st *state, kind string, avoid ...string) []sched.Candidate {
 	load := hostLoad(st)
-	var out []plan.Candidate
+	var out []sched.Candidate
 	for _, name := range sortedKeys(st.hosts) {
 		h := st.hosts[name]
 		if h.Status == HostUp && h.Kind == kind && !h.Drained && !slices.Contains(avoid, name) {
-			out = append(out, plan.Candidate{Name: name, Servers: load[name]})
+			out = append(out, sched.Candidate{Name: name, Servers: load[name]})
 		}
 	}
 	return out
 }
 
-func (c *CreateServer) reset() { c.Host, c.Claim, c.NoValidHost = "", nil, "" }
+func (c *CreateServer) reset() { c.Host, c.Claim, c.NoValidHost, c.starved = "", nil, "", false }
 
 // prepare schedules the server (leader only, before proposing).
 func (c *CreateServer) prepare(st *state) {

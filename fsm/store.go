@@ -28,6 +28,9 @@ type Store struct {
 
 	waitMu sync.Mutex
 	waitCh chan struct{} // closed when the applied index changes; nil when nobody waits
+
+	decideMu  sync.Mutex    // the leader's decisions, one at a time (Decide)
+	refreshes atomic.Uint64 // node mirror refreshes Decide ran
 }
 
 // New returns an empty store at applied index 0.

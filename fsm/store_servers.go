@@ -6,19 +6,6 @@ import (
 	"strings"
 )
 
-// Prepare lets the leader record its decisions in c (for example the
-// owner of a new server) from the current state, before c is proposed.
-// Commands without decisions are left alone.
-func (s *Store) Prepare(c Command) {
-	p, ok := c.(leaderPrepared)
-	if !ok {
-		return
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	p.prepare(s.st)
-}
-
 // Servers returns every server (deleted ones included), sorted by
 // creation time, then ID.
 func (s *Store) Servers() []Server {

@@ -1,9 +1,3 @@
-// Package ironic is corral's client layer for OpenStack Ironic: the Provisioner interface and
-// its gophercloud/v2 implementation, Client. Client negotiates the API microversion, reserves
-// nodes through allocations (or instance_uuid on old Ironic), deploys and undeploys them,
-// manages VIFs, and retries what Ironic asks clients to retry (409 NodeLocked, transient
-// failures of idempotent requests). Every error is an *Error that carries Ironic's faultstring
-// and wraps one of the sentinel errors.
 package ironic
 
 import (
@@ -14,33 +8,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
-
-// Provisioner is what corral needs from Ironic. Client implements it; tests may fake it.
-type Provisioner interface {
-	Version() string
-	SupportsAllocations() bool
-
-	ListNodes(ctx context.Context) ([]Node, error)
-	GetNode(ctx context.Context, id string) (Node, error)
-
-	CreateAllocation(ctx context.Context, r AllocationRequest) (Allocation, error)
-	GetAllocation(ctx context.Context, id string) (Allocation, error)
-	WaitAllocation(ctx context.Context, id string) (Allocation, error)
-	DeleteAllocation(ctx context.Context, id string) error
-
-	ReserveNode(ctx context.Context, nodeID, instanceUUID string) error
-	ReleaseNode(ctx context.Context, nodeID, instanceUUID string) error
-
-	Deploy(ctx context.Context, nodeID string, spec DeploySpec) error
-	Undeploy(ctx context.Context, nodeID string) error
-	WaitProvisionState(ctx context.Context, nodeID, want string) (Node, error)
-
-	AttachVIF(ctx context.Context, nodeID, vifID string) error
-	DetachVIF(ctx context.Context, nodeID, vifID string) error
-	ListVIFs(ctx context.Context, nodeID string) ([]string, error)
-}
-
-var _ Provisioner = (*Client)(nil)
 
 // Provision states corral acts on.
 const (

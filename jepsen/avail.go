@@ -19,6 +19,7 @@ type WindowStats struct {
 	ReadAvail    float64 `json:"read_availability"`
 	RecoveryS    float64 `json:"recovery_s"` // heal → first acknowledged write invoked after it (-1: none)
 	FaultError   string  `json:"fault_error,omitempty"`
+	HealError    string  `json:"heal_error,omitempty"`
 	P50LatencyMS float64 `json:"p50_latency_ms"`
 	MaxLatencyMS float64 `json:"max_latency_ms"`
 }
@@ -104,7 +105,7 @@ func CheckAvailability(ix *histIndex, windows []Window, finalRecovery time.Durat
 	res.Healthy = stats("healthy", ix.Pairs, func(p Pair) bool { return !inWindow(p.Complete.Time) })
 	for _, w := range windows {
 		ws := stats(w.Name, ix.Pairs, func(p Pair) bool { return p.Complete.Time >= w.Start && p.Complete.Time <= w.End })
-		ws.Detail, ws.FaultError = w.Detail, w.Error
+		ws.Detail, ws.FaultError, ws.HealError = w.Detail, w.Error, w.HealError
 		ws.Start, ws.End = float64(w.Start)/1e9, float64(w.End)/1e9
 		ws.RecoveryS = -1
 		for _, p := range ix.Pairs {

@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/testkit/netem"
+	"github.com/corral-dev/corral/testkit/proc"
 )
 
 // Agent is one `corral agent` process on its own loopback address.
@@ -23,12 +24,8 @@ type Agent struct {
 	DataDir    string
 	UID        int // the agent runs as this uid (0: as ourselves); partitions match it
 
-	cl     *Cluster
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{}
-	paused bool
-	starts int
+	cl *Cluster
+	p  *proc.Proc
 }
 
 // URL is the agent's API root.
@@ -36,6 +33,12 @@ func (a *Agent) URL() string { return "http://" + net.JoinHostPort(a.IP, strconv
 
 // GossipAddr is the agent's gossip IP:PORT.
 func (a *Agent) GossipAddr() string { return net.JoinHostPort(a.IP, strconv.Itoa(a.GossipPort)) }
+
+// NetHost is the agent as the firewall sees it.
+func (a *Agent) NetHost() netem.Host { return netem.Host{Name: a.Name, IP: a.IP, UID: a.UID} }
+
+// LogPath is the agent's log file.
+func (a *Agent) LogPath() string { return filepath.Join(a.cl.LogDir, a.Name+".log") }
 
 // Cluster is the set of agents under test.
 type Cluster struct {
@@ -50,23 +53,21 @@ type Cluster struct {
 
 // NewCluster lays out n agents on consecutive addresses from baseIP.
 func NewCluster(bin, dir, logDir, token, ironicURL, baseIP string, n int, asUsers bool) (*Cluster, error) {
-	ip := net.ParseIP(baseIP).To4()
-	if ip == nil || ip[0] != 127 {
-		return nil, fmt.Errorf("base IP %q must be a loopback IPv4 address", baseIP)
-	}
 	c := &Cluster{Bin: bin, Dir: dir, LogDir: logDir, Token: token, IronicURL: ironicURL,
 		Env: []string{"CORRAL_ADMIN_TOKEN=" + token, "CORRAL_IRONIC_SYNC_INTERVAL=1s"}}
 	for i := 0; i < n; i++ {
-		aip := net.IPv4(ip[0], ip[1], ip[2], ip[3]+byte(i)).String()
+		aip, err := proc.Loopback(baseIP, i)
+		if err != nil {
+			return nil, fmt.Errorf("base IP: %w", err)
+		}
 		a := &Agent{Name: fmt.Sprintf("n%d", i+1), IP: aip, cl: c}
-		var err error
-		if a.HTTPPort, err = freePort(aip, 0); err != nil {
+		if a.HTTPPort, err = proc.FreePort(aip); err != nil {
 			return nil, err
 		}
-		if a.RaftPort, err = freePort(aip, a.HTTPPort); err != nil {
+		if a.RaftPort, err = proc.FreePort(aip, a.HTTPPort); err != nil {
 			return nil, err
 		}
-		if a.GossipPort, err = freePort(aip, a.RaftPort); err != nil {
+		if a.GossipPort, err = proc.FreePort(aip, a.HTTPPort, a.RaftPort); err != nil {
 			return nil, err
 		}
 		a.DataDir = filepath.Join(dir, a.Name)
@@ -75,28 +76,24 @@ func NewCluster(bin, dir, logDir, token, ironicURL, baseIP string, n int, asUser
 		}
 		c.Agents = append(c.Agents, a)
 	}
-	return c, nil
-}
-
-// freePort finds a port free for TCP and UDP on ip, different from not.
-func freePort(ip string, not int) (int, error) {
-	for tries := 0; tries < 50; tries++ {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			return 0, fmt.Errorf("no free port on %s: %w", ip, err)
+	for _, a := range c.Agents {
+		args := []string{"agent", "--name", a.Name, "--data-dir", a.DataDir, "--bind", a.IP,
+			"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
+			"--gossip-port", strconv.Itoa(a.GossipPort), "--bootstrap-expect", strconv.Itoa(len(c.Agents)),
+			"--log-format", "json"}
+		for _, o := range c.Agents {
+			args = append(args, "--join", o.GossipAddr())
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if port == not {
-			continue
+		if c.IronicURL != "" {
+			args = append(args, "--ironic-url", c.IronicURL)
 		}
-		u, err := net.ListenPacket("udp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err == nil {
-			u.Close()
-			return port, nil
-		}
+		name := a.Name
+		a.p = proc.New(proc.Spec{Name: a.Name, Path: bin, Args: args, Env: c.Env, LogPath: a.LogPath(), UID: a.UID,
+			Banner: func(n int) string {
+				return fmt.Sprintf("{\"jepsen\":\"start %d of %s at %s\"}", n, name, time.Now().Format(time.RFC3339Nano))
+			}})
 	}
-	return 0, fmt.Errorf("no free TCP+UDP port on %s", ip)
+	return c, nil
 }
 
 // Agent returns the agent called name.
@@ -119,130 +116,41 @@ func (c *Cluster) prepareDataDir(a *Agent) error {
 	return nil
 }
 
-// Start launches the agent (again, after a kill).
+// Start launches the agent (again, after a kill); a running agent is left
+// alone.
 func (a *Agent) Start() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.cmd != nil && !closed(a.done) {
+	if a.p.Running() {
 		return nil
 	}
-	c := a.cl
-	if err := c.prepareDataDir(a); err != nil {
+	if err := a.cl.prepareDataDir(a); err != nil {
 		return err
 	}
-	args := []string{"agent", "--name", a.Name, "--data-dir", a.DataDir, "--bind", a.IP,
-		"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
-		"--gossip-port", strconv.Itoa(a.GossipPort), "--bootstrap-expect", strconv.Itoa(len(c.Agents)),
-		"--log-format", "json"}
-	for _, o := range c.Agents {
-		args = append(args, "--join", o.GossipAddr())
-	}
-	if c.IronicURL != "" {
-		args = append(args, "--ironic-url", c.IronicURL)
-	}
-	cmd := exec.Command(c.Bin, args...)
-	cmd.Env = append(os.Environ(), c.Env...)
-	logFile, err := os.OpenFile(filepath.Join(c.LogDir, a.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	a.starts++
-	fmt.Fprintf(logFile, "{\"jepsen\":\"start %d of %s at %s\"}\n", a.starts, a.Name, time.Now().Format(time.RFC3339Nano))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if a.UID != 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(a.UID), Gid: uint32(a.UID)}
-	}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start %s: %w", a.Name, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(done)
-	}()
-	a.cmd, a.done, a.paused = cmd, done, false
-	return nil
-}
-
-func closed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
+	return a.p.Start()
 }
 
 // Running reports whether the process is alive (paused counts as alive).
-func (a *Agent) Running() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cmd != nil && !closed(a.done)
-}
+func (a *Agent) Running() bool { return a.p.Running() }
 
 // Paused reports whether the agent is stopped with SIGSTOP.
-func (a *Agent) Paused() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.paused && a.cmd != nil && !closed(a.done)
-}
+func (a *Agent) Paused() bool { return a.p.Paused() }
 
-func (a *Agent) signal(sig syscall.Signal) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.cmd == nil || a.cmd.Process == nil || closed(a.done) {
-		return
-	}
-	_ = a.cmd.Process.Signal(sig)
-	switch sig {
-	case syscall.SIGSTOP:
-		a.paused = true
-	case syscall.SIGCONT, syscall.SIGKILL:
-		a.paused = false
-	}
-}
-
-// Wait waits for the process to exit; false on timeout.
-func (a *Agent) Wait(timeout time.Duration) bool {
-	a.mu.Lock()
-	done := a.done
-	a.mu.Unlock()
-	if done == nil {
-		return true
-	}
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
-
-// Kill sends SIGKILL and waits for the exit.
-func (a *Agent) Kill() {
-	a.signal(syscall.SIGKILL)
-	a.Wait(10 * time.Second)
-}
+// Kill sends SIGKILL and waits for the exit; an error when the agent was
+// not running or did not exit.
+func (a *Agent) Kill() error { return a.p.Kill() }
 
 // Terminate sends SIGTERM (a graceful stop) and kills after timeout.
-func (a *Agent) Terminate(timeout time.Duration) {
-	a.signal(syscall.SIGCONT)
-	a.signal(syscall.SIGTERM)
-	if !a.Wait(timeout) {
-		a.Kill()
-	}
-}
+func (a *Agent) Terminate(timeout time.Duration) error { return a.p.Stop(timeout) }
 
-// Pause sends SIGSTOP; Resume sends SIGCONT.
-func (a *Agent) Pause()  { a.signal(syscall.SIGSTOP) }
-func (a *Agent) Resume() { a.signal(syscall.SIGCONT) }
+// Pause sends SIGSTOP and waits until the agent is stopped; Resume sends
+// SIGCONT. Each fails when the agent is not running.
+func (a *Agent) Pause() error  { return a.p.Pause() }
+func (a *Agent) Resume() error { return a.p.Resume() }
 
 // Wipe kills the agent and empties its data directory.
 func (a *Agent) Wipe() error {
-	a.Kill()
+	if err := a.Kill(); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(a.DataDir); err != nil {
 		return err
 	}
@@ -261,24 +169,32 @@ func (c *Cluster) Start() error {
 
 // HealProcesses resumes paused agents and restarts dead ones.
 func (c *Cluster) HealProcesses() error {
-	var first error
+	var errs []error
 	for _, a := range c.Agents {
-		a.Resume()
+		if a.Paused() {
+			if err := a.Resume(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if !a.Running() {
-			if err := a.Start(); err != nil && first == nil {
-				first = err
+			if err := a.Start(); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
-	return first
+	return errors.Join(errs...)
 }
 
 // Stop kills every agent (resuming paused ones first).
-func (c *Cluster) Stop() {
+func (c *Cluster) Stop() error {
+	var errs []error
 	for _, a := range c.Agents {
-		a.Resume()
-		a.Kill()
+		_ = a.Resume() // not running is fine here
+		if err := a.Kill(); err != nil && !errors.Is(err, proc.ErrNotRunning) {
+			errs = append(errs, err)
+		}
 	}
+	return errors.Join(errs...)
 }
 
 // Running lists the names of agents whose process runs and is not paused.
@@ -288,6 +204,23 @@ func (c *Cluster) Running() map[string]bool {
 		out[a.Name] = a.Running() && !a.Paused()
 	}
 	return out
+}
+
+// DataRaces returns, per agent, the race detector's reports in its log
+// (agents built with -race).
+func (c *Cluster) DataRaces() (map[string][]string, error) {
+	out := map[string][]string{}
+	var errs []error
+	for _, a := range c.Agents {
+		rs, err := proc.DataRaces(a.LogPath())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if len(rs) > 0 {
+			out[a.Name] = rs
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Leader asks every reachable agent for the raft leader and returns the

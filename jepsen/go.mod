@@ -1,9 +1,10 @@
 module github.com/corral-dev/corral/jepsen
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/corral-dev/corral v0.0.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -15,5 +16,7 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 )
+
+replace github.com/corral-dev/corral => ../

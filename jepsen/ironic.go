@@ -1,19 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/testkit/proc"
 )
 
 // IronicVersion is sent on every request to Ironic.
@@ -128,41 +128,27 @@ func (ir *Ironic) Allocations(ctx context.Context, rc string) ([]IronicAllocatio
 	return list[IronicAllocation](ctx, ir, "/v1/allocations?resource_class="+url.QueryEscape(rc), "allocations")
 }
 
-// StartSim runs `corral sim ironic` as its own process and returns its URL.
-func StartSim(bin string, nodes int, rc, logPath string) (*exec.Cmd, string, error) {
-	cmd := exec.Command(bin, "sim", "ironic", "--listen", "127.0.0.1:0", "--nodes", fmt.Sprint(nodes),
-		"--resource-class", rc, "--deploy-delay", "200ms")
-	logf, err := os.Create(logPath)
+// StartSim runs `corral sim ironic` as its own process on a free port of
+// 127.0.0.1 and returns it with its URL once it listens.
+func StartSim(ctx context.Context, bin string, nodes int, rc, logPath string) (*proc.Proc, string, error) {
+	port, err := proc.FreePort("127.0.0.1")
 	if err != nil {
 		return nil, "", err
 	}
-	cmd.Stderr = logf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	p := proc.New(proc.Spec{Name: "ironic-sim", Path: bin, LogPath: logPath,
+		Args: []string{"sim", "ironic", "--listen", addr, "--nodes", strconv.Itoa(nodes),
+			"--resource-class", rc, "--deploy-delay", "200ms"}})
+	if err := p.Start(); err != nil {
 		return nil, "", err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := proc.WaitPort(wctx, addr); err != nil {
+		_ = p.Kill()
+		return nil, "", fmt.Errorf("the Ironic simulator does not listen (see %s): %w", logPath, err)
 	}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- strings.TrimSpace(sc.Text())
-		}
-		close(lines)
-		_, _ = io.Copy(logf, out)
-	}()
-	select {
-	case u, ok := <-lines:
-		if ok && strings.HasPrefix(u, "http") {
-			return cmd, u, nil
-		}
-	case <-time.After(20 * time.Second):
-	}
-	_ = cmd.Process.Kill()
-	return nil, "", fmt.Errorf("the Ironic simulator printed no URL (see %s)", logPath)
+	return p, "http://" + addr, nil
 }
 
 // Enroll creates n fake-hardware nodes of class rc, brings them to

@@ -3,8 +3,11 @@
 // Ironic (the simulator, or a real one), drives a concurrent workload of
 // boots, deletes, shows and lists while a nemesis kills, pauses and
 // partitions the agents, then checks the recorded history and the final
-// state. It talks to corral and Ironic only over HTTP. Exit status: 0 when
-// every checker is valid, 1 when one is not, 2 when the run itself failed.
+// state. It talks to corral and Ironic only over HTTP; its processes and
+// partitions come from corral's testkit/proc and testkit/netem, which hold
+// none of corral's internals. Exit status: 0 when every checker is valid,
+// 1 when one is not, 2 when the run itself failed, including a run in
+// which a fault could not be injected or healed.
 package main
 
 import (
@@ -15,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/corral-dev/corral/testkit/proc"
 )
 
 // Config is the command line.
@@ -43,6 +48,7 @@ type Config struct {
 	RecoverTimeout time.Duration
 	CheckTimeout   time.Duration
 	KeepData       bool
+	Race           bool
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -73,6 +79,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&c.RecoverTimeout, "recover-timeout", 60*time.Second, "how long the cluster may take to serve writes after the last heal")
 	fs.DurationVar(&c.CheckTimeout, "check-timeout", 30*time.Second, "linearizability search budget per server")
 	fs.BoolVar(&c.KeepData, "keep-data", false, "keep the agents' data directories")
+	fs.BoolVar(&c.Race, "race", proc.RaceFromEnv(), "build corral with the race detector (default from CORRAL_RACE, or CI=true); a data race in an agent's log fails the run")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -166,16 +173,13 @@ func recheck(cfg Config) int {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return 2
 	}
-	v := checkAll(ops, fs, windows, rec, old.Availability.FinalError, out, run, cfg.CheckTimeout)
+	v := checkAll(ops, fs, windows, rec, old.Availability.FinalError, old.Faults.FinalHealError, old.DataRaces, out, run, cfg.CheckTimeout)
 	if err := writeResults(out, v, ops, windows, len(injected) > 0); err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return 2
 	}
 	printSummary(os.Stdout, out, v)
-	if !v.Valid {
-		return 1
-	}
-	return 0
+	return exitCode(v)
 }
 
 func applyInjections(cfg Config, ops []Op) ([]Op, []string) {

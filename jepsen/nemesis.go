@@ -2,21 +2,27 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/corral-dev/corral/testkit/netem"
 )
 
 // Window is one fault, from injection to heal, in nanoseconds since the
-// start of the run.
+// start of the run. Error says why the fault was not (fully) injected,
+// HealError why it was not (fully) undone: either makes the run invalid,
+// since the history was not recorded under the faults the report names.
 type Window struct {
-	Name   string `json:"name"`
-	Detail string `json:"detail"`
-	Start  int64  `json:"start"`
-	End    int64  `json:"end"`
-	Error  string `json:"error,omitempty"`
+	Name      string `json:"name"`
+	Detail    string `json:"detail"`
+	Start     int64  `json:"start"`
+	End       int64  `json:"end"`
+	Error     string `json:"error,omitempty"`
+	HealError string `json:"heal_error,omitempty"`
 }
 
 // Families of faults, selectable with -nemesis.
@@ -81,7 +87,7 @@ func NeedsFirewall(families []string) bool {
 // Nemesis injects faults on a schedule: heal, fault, heal, fault, ...
 type Nemesis struct {
 	Cl       *Cluster
-	FW       *Firewall // nil when no family cuts links
+	FW       *netem.Firewall // nil when no family cuts links
 	API      *Corral
 	Rec      *Recorder
 	Rng      *rand.Rand
@@ -116,7 +122,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // Run injects faults until the run is `until` old, leaving a heal period
 // at the end, and heals everything before returning.
 func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
-	defer n.HealAll()
+	defer func() { _ = n.HealAll() }() // the caller heals again and keeps the error
 	if len(n.Families) == 0 {
 		return
 	}
@@ -144,12 +150,12 @@ func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
 		n.Logf("nemesis: %s %s%s", name, detail, errSuffix(err))
 		sleepCtx(ctx, n.Fault)
 		if heal != nil {
-			if herr := heal(); herr != nil && w.Error == "" {
-				w.Error = "heal: " + herr.Error()
+			if herr := heal(); herr != nil {
+				w.HealError = herr.Error()
 			}
 		}
 		w.End = int64(n.Rec.Since())
-		n.Logf("nemesis: healed %s", name)
+		n.Logf("nemesis: healed %s%s", name, errSuffix(errorOf(w.HealError)))
 		n.mu.Lock()
 		n.windows = append(n.windows, w)
 		n.mu.Unlock()
@@ -157,6 +163,13 @@ func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
 			return
 		}
 	}
+}
+
+func errorOf(s string) error {
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
 }
 
 func errSuffix(err error) string {
@@ -168,13 +181,17 @@ func errSuffix(err error) string {
 
 // HealAll undoes every fault: links restored, paused agents resumed, dead
 // agents restarted.
-func (n *Nemesis) HealAll() {
+func (n *Nemesis) HealAll() error {
+	var errs []error
 	if n.FW != nil {
-		n.FW.Heal()
+		errs = append(errs, n.FW.Heal())
 	}
-	if err := n.Cl.HealProcesses(); err != nil {
+	errs = append(errs, n.Cl.HealProcesses())
+	err := errors.Join(errs...)
+	if err != nil {
 		n.Logf("nemesis: heal: %v", err)
 	}
+	return err
 }
 
 // pick returns k distinct agents at random, excluding the ones in not.
@@ -211,26 +228,30 @@ func (n *Nemesis) leader(ctx context.Context) *Agent {
 // minority is how many agents one fault may take out: fewer than half.
 func (n *Nemesis) minority() int { return (len(n.Cl.Agents) - 1) / 2 }
 
-// inject applies one fault of the family and returns its heal.
+// inject applies one fault of the family and returns its heal. An error
+// means the fault did not (fully) happen.
 func (n *Nemesis) inject(ctx context.Context, family string) (string, string, func() error, error) {
 	switch family {
 	case "kill":
 		ts := n.pick(1 + n.Rng.Intn(n.minority()))
+		var errs []error
 		for _, a := range ts {
-			a.Kill()
+			errs = append(errs, a.Kill())
 		}
-		return "kill", names(ts), func() error { return startAll(ts) }, nil
+		return "kill", names(ts), func() error { return startAll(ts) }, errors.Join(errs...)
 	case "pause":
 		ts := n.pick(1 + n.Rng.Intn(n.minority()))
+		var errs []error
 		for _, a := range ts {
-			a.Pause()
+			errs = append(errs, a.Pause())
 		}
 		return "pause", names(ts), func() error {
+			var errs []error
 			for _, a := range ts {
-				a.Resume()
+				errs = append(errs, a.Resume())
 			}
-			return nil
-		}, nil
+			return errors.Join(errs...)
+		}, errors.Join(errs...)
 	case "partition":
 		vs := n.Variants
 		if len(vs) == 0 {
@@ -242,8 +263,7 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 		if l == nil {
 			return "leader-kill", "no leader known", nil, fmt.Errorf("no leader to kill")
 		}
-		l.Kill()
-		return "leader-kill", l.Name, func() error { return l.Start() }, nil
+		return "leader-kill", l.Name, func() error { return l.Start() }, l.Kill()
 	case "wipe":
 		a := n.pick(1)[0]
 		if n.Rng.Intn(3) == 0 {
@@ -263,8 +283,10 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 				a = l
 			}
 		}
-		a.Terminate(10 * time.Second)
-		err := a.Start()
+		err := a.Terminate(10 * time.Second)
+		if err == nil {
+			err = a.Start()
+		}
 		return "restart", a.Name + " stopped with SIGTERM and restarted", func() error { return a.Start() }, err
 	case "combo":
 		return n.combo(ctx)
@@ -277,31 +299,32 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 func (n *Nemesis) combo(ctx context.Context) (string, string, func() error, error) {
 	victim := n.pick(1)[0]
 	how := "kill"
+	var verr error
 	if n.Rng.Intn(2) == 0 {
 		how = "pause"
-		victim.Pause()
+		verr = victim.Pause()
 	} else {
-		victim.Kill()
+		verr = victim.Kill()
 	}
 	variant := []string{"isolate-one", "isolate-leader", "bridge"}[n.Rng.Intn(3)]
 	name, detail, heal, err := n.partition(ctx, variant, victim)
 	undo := func() error {
-		var first error
+		var errs []error
 		if heal != nil {
-			first = heal()
+			errs = append(errs, heal())
 		}
-		victim.Resume()
-		if err := victim.Start(); err != nil && first == nil {
-			first = err
+		if how == "pause" && victim.Paused() {
+			errs = append(errs, victim.Resume())
 		}
-		return first
+		errs = append(errs, victim.Start())
+		return errors.Join(errs...)
 	}
-	return "combo-" + how + "+" + name, how + " " + victim.Name + "; " + detail, undo, err
+	return "combo-" + how + "+" + name, how + " " + victim.Name + "; " + detail, undo, errors.Join(verr, err)
 }
 
 // partition cuts the network by variant among the agents other than skip.
 func (n *Nemesis) partition(ctx context.Context, variant string, skip *Agent) (string, string, func() error, error) {
-	heal := func() error { n.FW.Heal(); return nil }
+	heal := func() error { return n.FW.Heal() }
 	var others []*Agent
 	for _, a := range n.Cl.Agents {
 		if a != skip {
@@ -328,7 +351,7 @@ func (n *Nemesis) partition(ctx context.Context, variant string, skip *Agent) (s
 		}
 		k := (len(others) - 1) / 2
 		a, b = others[:k], others[k+1:]
-		err := n.FW.Cut(a, b)
+		err := n.FW.Cut(hosts(a), hosts(b))
 		return "partition-bridge", fmt.Sprintf("{%s} | bridge %s | {%s}", names(a), others[k].Name, names(b)), heal, err
 	default:
 		variant = "isolate-one"
@@ -343,16 +366,22 @@ func (n *Nemesis) partition(ctx context.Context, variant string, skip *Agent) (s
 			b = append(b, x)
 		}
 	}
-	err := n.FW.Cut(a, b)
+	err := n.FW.Cut(hosts(a), hosts(b))
 	return "partition-" + variant, fmt.Sprintf("{%s} | {%s}", names(a), names(b)), heal, err
 }
 
-func startAll(as []*Agent) error {
-	var first error
-	for _, a := range as {
-		if err := a.Start(); err != nil && first == nil {
-			first = err
-		}
+func hosts(as []*Agent) []netem.Host {
+	out := make([]netem.Host, len(as))
+	for i, a := range as {
+		out[i] = a.NetHost()
 	}
-	return first
+	return out
+}
+
+func startAll(as []*Agent) error {
+	var errs []error
+	for _, a := range as {
+		errs = append(errs, a.Start())
+	}
+	return errors.Join(errs...)
 }

@@ -21,21 +21,25 @@ type RunInfo struct {
 	Nodes    int      `json:"ironic_nodes"`
 	Injected []string `json:"injected,omitempty"`
 	Corral   string   `json:"corral"` // git describe of the source built
+	Race     bool     `json:"race"`   // the agents were built with the race detector
 }
 
-// Verdict is verdict.json: every checker's result. Valid only if the
-// linearizability, final-state and availability checkers all are; the
+// Verdict is verdict.json: every checker's result. Valid only if every
+// fault happened as scheduled, the linearizability, final-state and
+// availability checkers are valid and no agent hit a data race; the
 // default-read check is informational (default reads are documented as
 // possibly stale while a deposed leader does not know it yet).
 type Verdict struct {
-	Valid        bool        `json:"valid"`
-	Run          RunInfo     `json:"run"`
-	Linearizable LinResult   `json:"linearizable"`
-	DefaultReads LinResult   `json:"default_reads_informational"`
-	Final        FinalResult `json:"final_state"`
-	Availability AvailResult `json:"availability"`
-	OpCounts     OpCounts    `json:"op_counts"`
-	Windows      []Window    `json:"windows"`
+	Valid        bool                `json:"valid"`
+	Run          RunInfo             `json:"run"`
+	Faults       FaultResult         `json:"faults"`
+	Linearizable LinResult           `json:"linearizable"`
+	DefaultReads LinResult           `json:"default_reads_informational"`
+	Final        FinalResult         `json:"final_state"`
+	Availability AvailResult         `json:"availability"`
+	DataRaces    map[string][]string `json:"data_races,omitempty"` // agent → race detector reports
+	OpCounts     OpCounts            `json:"op_counts"`
+	Windows      []Window            `json:"windows"`
 }
 
 // OpCounts counts completions by function and type.
@@ -78,10 +82,18 @@ func WriteReport(dir string, v Verdict) error {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	w("# corral jepsen run %s", v.Run.Started)
 	w("")
-	w("Verdict: %s", verdictWord(v.Valid))
+	if !v.Faults.Valid {
+		w("Verdict: **NOT A VALID RUN**: the history was not recorded under the faults this report names (see Faults that did not happen).")
+	} else {
+		w("Verdict: %s", verdictWord(v.Valid))
+	}
 	w("")
-	w("corral %s; %d peers, %d clients, %s, nemesis %s, Ironic: %s (%d nodes), seed %d.",
-		v.Run.Corral, v.Run.Peers, v.Run.Clients, v.Run.Duration, strings.Join(v.Run.Nemesis, ","), v.Run.Ironic, v.Run.Nodes, v.Run.Seed)
+	race := ""
+	if v.Run.Race {
+		race = " (race detector)"
+	}
+	w("corral %s%s; %d peers, %d clients, %s, nemesis %s, Ironic: %s (%d nodes), seed %d.",
+		v.Run.Corral, race, v.Run.Peers, v.Run.Clients, v.Run.Duration, strings.Join(v.Run.Nemesis, ","), v.Run.Ironic, v.Run.Nodes, v.Run.Seed)
 	if len(v.Run.Injected) > 0 {
 		w("")
 		w("Faults injected into the recorded history (the checkers must catch them): %s.", strings.Join(v.Run.Injected, ", "))
@@ -89,6 +101,8 @@ func WriteReport(dir string, v Verdict) error {
 	w("")
 	w("| checker | verdict | summary |")
 	w("|---|---|---|")
+	w("| faults injected and healed | %s | %d windows, %d not injected or not healed%s; %d felt by no operation (warnings) |",
+		verdictWord(v.Faults.Valid), len(v.Windows), len(v.Faults.Failed), finalHeal(v.Faults), len(v.Faults.Unfelt))
 	l := v.Linearizable
 	w("| linearizability (writes + linearizable reads) | %s | %d servers, %d operations, %d illegal %s, %d timed out |",
 		verdictWord(l.Valid), l.Keys, l.Ops, len(l.Illegal), causes(l.Causes), len(l.Unknown))
@@ -102,6 +116,28 @@ func WriteReport(dir string, v Verdict) error {
 	a := v.Availability
 	w("| availability | %s | writes %.1f%% ok overall, %.1f%% outside faults; recovered %.1fs after the last heal |",
 		verdictWord(a.Valid), 100*a.Overall.WriteAvail, 100*a.Healthy.WriteAvail, a.FinalRecoveryS)
+	w("| data races in the agents | %s | %s |", verdictWord(len(v.DataRaces) == 0), raceSummary(v.DataRaces))
+	if len(v.Faults.Failed) > 0 || v.Faults.FinalHealError != "" {
+		w("")
+		w("## Faults that did not happen")
+		w("")
+		for _, f := range v.Faults.Failed {
+			w("- fault %d, %s %s: %s", f.Window, f.Name, f.Detail, f.Problem)
+		}
+		if v.Faults.FinalHealError != "" {
+			w("- the heal after the workload failed: %s", v.Faults.FinalHealError)
+		}
+	}
+	if len(v.Faults.Unfelt) > 0 {
+		w("")
+		w("## Warnings")
+		w("")
+		w("Fault windows in which no operation saw an effect (none failed, ended with an unknown outcome or took longer than %.0f ms): the fault happened but tested little.", v.Faults.SlowMS)
+		w("")
+		for _, f := range v.Faults.Unfelt {
+			w("- fault %d, %s %s: %s", f.Window, f.Name, f.Detail, f.Problem)
+		}
+	}
 	w("")
 	w("## Operations")
 	w("")
@@ -131,7 +167,10 @@ func WriteReport(dir string, v Verdict) error {
 		}
 		name := strings.ReplaceAll(ws.Name+" "+ws.Detail, "|", `\|`)
 		if ws.FaultError != "" {
-			name += " (error: " + truncate(ws.FaultError, 80) + ")"
+			name += " (NOT INJECTED: " + truncate(ws.FaultError, 80) + ")"
+		}
+		if ws.HealError != "" {
+			name += " (NOT HEALED: " + truncate(ws.HealError, 80) + ")"
 		}
 		w("| %d | %s | %.1f | %.1f | %d/%d | %d/%d | %.0f | %.0f | %s |", i+1, name, ws.Start, ws.End,
 			ws.WritesOK, ws.Writes, ws.ReadsOK, ws.Reads, ws.P50LatencyMS, ws.MaxLatencyMS, rec)
@@ -165,6 +204,18 @@ func WriteReport(dir string, v Verdict) error {
 			w("Timed out (no verdict): %s", strings.Join(r.Unknown, ", "))
 		}
 	}
+	if len(v.DataRaces) > 0 {
+		w("")
+		w("## Data races")
+		for _, agent := range sortedKeys(v.DataRaces) {
+			w("")
+			w("### %s (%d reports; the first)", agent, len(v.DataRaces[agent]))
+			w("")
+			w("```")
+			w("%s", strings.TrimSpace(v.DataRaces[agent][0]))
+			w("```")
+		}
+	}
 	writeLin("Linearizability anomalies", l)
 	writeLin("Default-read anomalies (informational)", d)
 	if len(f.Anomalies) > 0 {
@@ -194,4 +245,32 @@ func causes(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func finalHeal(f FaultResult) string {
+	if f.FinalHealError == "" {
+		return ""
+	}
+	return ", and the final heal failed"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// raceSummary counts race reports per agent: "none" or "n1 2, n3 1".
+func raceSummary(m map[string][]string) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, len(m[k])))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -15,6 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/testkit/netem"
+	"github.com/corral-dev/corral/testkit/proc"
 )
 
 // runner owns everything a run starts, so that it can all be undone.
@@ -25,12 +28,12 @@ type runner struct {
 
 	tmp      string
 	bin      string
-	sim      *exec.Cmd
+	sim      *proc.Proc
 	ir       *Ironic
 	rc       string
 	enrolled []string
 	cl       *Cluster
-	fw       *Firewall
+	fw       *netem.Firewall
 	once     sync.Once
 }
 
@@ -68,7 +71,17 @@ func (r *runner) main() (code int) {
 		return 2
 	}
 	printSummary(os.Stdout, r.dir, v)
-	if !v.Valid {
+	return exitCode(v)
+}
+
+// exitCode: 2 when a fault did not happen as scheduled (the run tested
+// something else than it says), 1 when a checker found a violation, 0
+// when the run is valid.
+func exitCode(v Verdict) int {
+	switch {
+	case !v.Faults.Valid:
+		return 2
+	case !v.Valid:
 		return 1
 	}
 	return 0
@@ -78,10 +91,14 @@ func (r *runner) main() (code int) {
 func (r *runner) cleanup() {
 	r.once.Do(func() {
 		if r.fw != nil {
-			r.fw.Heal()
+			if err := r.fw.Close(); err != nil {
+				r.logf("remove the partition rules (check `iptables -S`): %v", err)
+			}
 		}
 		if r.cl != nil {
-			r.cl.Stop()
+			if err := r.cl.Stop(); err != nil {
+				r.logf("stop the agents: %v", err)
+			}
 		}
 		if r.ir != nil && len(r.enrolled) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -90,9 +107,10 @@ func (r *runner) cleanup() {
 			}
 			cancel()
 		}
-		if r.sim != nil && r.sim.Process != nil {
-			_ = r.sim.Process.Kill()
-			_ = r.sim.Wait()
+		if r.sim != nil {
+			if err := r.sim.Kill(); err != nil {
+				r.logf("stop the Ironic simulator: %v", err)
+			}
 		}
 		if r.tmp != "" && !r.cfg.KeepData {
 			_ = os.RemoveAll(r.tmp)
@@ -100,31 +118,31 @@ func (r *runner) cleanup() {
 	})
 }
 
-func (r *runner) build() error {
+// build compiles corral, with the race detector when -race (default:
+// CORRAL_RACE=1 or CI=true) asks for it.
+func (r *runner) build(ctx context.Context) error {
 	if r.cfg.CorralBin != "" {
 		r.bin = r.cfg.CorralBin
 		return nil
 	}
 	r.bin = filepath.Join(r.tmp, "corral")
 	start := time.Now()
-	cmd := exec.Command("go", "build", "-o", r.bin, "./cmd/corral")
-	cmd.Dir = r.cfg.CorralDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/corral in %s: %v\n%s", r.cfg.CorralDir, err, out)
+	if err := proc.Build(ctx, r.cfg.CorralDir, "./cmd/corral", r.bin, r.cfg.Race); err != nil {
+		return err
 	}
-	r.logf("built corral (%s) in %s", r.corralVersion(), time.Since(start).Round(time.Millisecond))
-	return os.Chmod(r.bin, 0o755)
+	r.logf("built corral (%s, race detector %v) in %s", r.corralVersion(), r.cfg.Race, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 func (r *runner) startIronic(ctx context.Context, runID string) error {
 	r.ir = &Ironic{HTTP: &http.Client{Timeout: 30 * time.Second}}
 	if !r.cfg.RealIronic {
 		r.rc = "baremetal-jepsen"
-		cmd, u, err := StartSim(r.bin, r.cfg.Nodes, r.rc, filepath.Join(r.dir, "logs", "ironic-sim.log"))
+		p, u, err := StartSim(ctx, r.bin, r.cfg.Nodes, r.rc, filepath.Join(r.dir, "logs", "ironic-sim.log"))
 		if err != nil {
 			return err
 		}
-		r.sim, r.ir.URL = cmd, u
+		r.sim, r.ir.URL = p, u
 		r.logf("Ironic simulator at %s with %d nodes", u, r.cfg.Nodes)
 		return nil
 	}
@@ -157,7 +175,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if err := os.Chmod(r.tmp, 0o755); err != nil {
 		return Verdict{}, err
 	}
-	if err := r.build(); err != nil {
+	if err := r.build(ctx); err != nil {
 		return Verdict{}, err
 	}
 	if err := r.startIronic(ctx, runID); err != nil {
@@ -173,7 +191,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 		return Verdict{}, err
 	}
 	if NeedsFirewall(families) {
-		if r.fw, err = NewFirewall(r.cl); err != nil {
+		if r.fw, err = netem.New("JEPSEN"); err != nil {
 			return Verdict{}, err
 		}
 	}
@@ -210,7 +228,10 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	r.logf("workload: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
 	wg.Wait()
 	wcancel()
-	nem.HealAll()
+	healErr := ""
+	if err := nem.HealAll(); err != nil {
+		healErr = err.Error()
+	}
 	if err := rec.Close(); err != nil {
 		return Verdict{}, err
 	}
@@ -237,7 +258,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	windows := nem.Windows()
 	run := RunInfo{Started: time.Now().Add(-rec.Since()).Format(time.RFC3339), Duration: r.cfg.Duration.String(),
 		Nemesis: families, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Peers: r.cfg.Peers,
-		Ironic: "simulator", Nodes: r.cfg.Nodes, Corral: r.corralVersion()}
+		Ironic: "simulator", Nodes: r.cfg.Nodes, Corral: r.corralVersion(), Race: r.cfg.Race && r.cfg.CorralBin == ""}
 	if r.cfg.RealIronic {
 		run.Ironic = "real at " + r.ir.URL + " (class " + r.rc + ")"
 	}
@@ -245,7 +266,11 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if err := writeJSON(filepath.Join(r.dir, "final.json"), fs); err != nil {
 		return Verdict{}, err
 	}
-	v := checkAll(ops, fs, windows, recovery, finalErr, r.dir, run, r.cfg.CheckTimeout)
+	races, err := r.cl.DataRaces()
+	if err != nil {
+		return Verdict{}, fmt.Errorf("read the agents' logs: %w", err)
+	}
+	v := checkAll(ops, fs, windows, recovery, finalErr, healErr, races, r.dir, run, r.cfg.CheckTimeout)
 	return v, writeResults(r.dir, v, ops, windows, len(run.Injected) > 0)
 }
 
@@ -277,15 +302,18 @@ func normalizeRC(raw string) string {
 	return s
 }
 
-// checkAll runs every checker.
-func checkAll(ops []Op, fs FinalState, windows []Window, recovery time.Duration, finalErr, dir string, run RunInfo, timeout time.Duration) Verdict {
+// checkAll runs every checker. healErr is the error of the heal after
+// the workload; races are the agents' data race reports by agent.
+func checkAll(ops []Op, fs FinalState, windows []Window, recovery time.Duration, finalErr, healErr string,
+	races map[string][]string, dir string, run RunInfo, timeout time.Duration) Verdict {
 	ix := indexHistory(ops)
-	v := Verdict{Run: run, Windows: windows, OpCounts: countOps(ix.Pairs)}
+	v := Verdict{Run: run, Windows: windows, OpCounts: countOps(ix.Pairs), DataRaces: races}
 	v.Linearizable = CheckLinearizable(ix, false, timeout, dir)
 	v.DefaultReads = CheckLinearizable(ix, true, timeout, "")
 	v.Final = CheckFinal(ix, fs)
 	v.Availability = CheckAvailability(ix, windows, recovery, finalErr)
-	v.Valid = v.Linearizable.Valid && v.Final.Valid && v.Availability.Valid
+	v.Faults = CheckFaults(ix, windows, healErr)
+	v.Valid = v.Faults.Valid && v.Linearizable.Valid && v.Final.Valid && v.Availability.Valid && len(races) == 0
 	return v
 }
 
@@ -322,8 +350,22 @@ func printSummary(w io.Writer, dir string, v Verdict) {
 	fmt.Fprintf(w, "final state: %v %v\n", v.Final.Valid, v.Final.Counts)
 	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
 		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)
+	fmt.Fprintf(w, "faults: %v (%d windows, %d not injected or not healed, %d felt by no operation)\n", v.Faults.Valid,
+		len(v.Windows), len(v.Faults.Failed), len(v.Faults.Unfelt))
+	for _, f := range v.Faults.Failed {
+		fmt.Fprintf(w, "  fault %d %s %s: %s\n", f.Window, f.Name, f.Detail, f.Problem)
+	}
+	if v.Faults.FinalHealError != "" {
+		fmt.Fprintf(w, "  final heal: %s\n", v.Faults.FinalHealError)
+	}
+	if len(v.DataRaces) > 0 {
+		fmt.Fprintf(w, "data races: %s\n", raceSummary(v.DataRaces))
+	}
 	word := "VALID"
-	if !v.Valid {
+	switch {
+	case !v.Faults.Valid:
+		word = "NOT A VALID RUN (a fault did not happen as scheduled)"
+	case !v.Valid:
 		word = "INVALID"
 	}
 	fmt.Fprintf(w, "verdict: %s — %s\n", word, filepath.Join(dir, "report.md"))

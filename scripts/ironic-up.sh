@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start a real OpenStack Ironic (Debian python3-ironic) on loopback for integration tests:
-# one process (API + conductor, rpc_transport=none), sqlite, noauth, fake-hardware.
+# one process (API + conductor, rpc_transport=none), sqlite, fake-hardware; noauth, or Keystone
+# tokens with IRONIC_AUTH=keystone (scripts/openstack-up.sh starts Keystone and sets it).
 #
 # stdout: exactly one line, the root URL (no /v1). Everything else goes to stderr.
 # Writes $IRONIC_DIR/ironic.env with IRONIC_URL, IRONIC_PID, IRONIC_DIR.
@@ -15,6 +16,13 @@
 #   IRONIC_DEBUG=1        debug logging in ironic.log
 #   IRONIC_EXTRA_CONF     text appended to ironic.conf, e.g. $'[fake]\ndeploy_delay = 2'
 #                         (takes effect on a (re)start only, e.g. with IRONIC_FRESH=1)
+#   IRONIC_AUTH           noauth (default) or keystone: [DEFAULT] auth_strategy; a running Ironic
+#                         started with other auth settings is restarted
+#   with IRONIC_AUTH=keystone ([keystone_authtoken], password auth, interface public):
+#   IRONIC_KEYSTONE_URL       Keystone's identity URL, e.g. http://127.0.0.1:5000/v3 (required)
+#   IRONIC_KEYSTONE_USERNAME  Ironic's service user (default ironic)
+#   IRONIC_KEYSTONE_PASSWORD  its password (required)
+#   IRONIC_KEYSTONE_PROJECT   its project (default service); user and project domain: Default
 set -euo pipefail
 
 IRONIC_DIR=${IRONIC_DIR:-/tmp/corral-ironic}
@@ -25,6 +33,11 @@ IRONIC_START_TIMEOUT=${IRONIC_START_TIMEOUT:-60}
 IRONIC_NO_INSTALL=${IRONIC_NO_INSTALL:-0}
 IRONIC_DEBUG=${IRONIC_DEBUG:-0}
 IRONIC_EXTRA_CONF=${IRONIC_EXTRA_CONF:-}
+IRONIC_AUTH=${IRONIC_AUTH:-noauth}
+IRONIC_KEYSTONE_URL=${IRONIC_KEYSTONE_URL:-}
+IRONIC_KEYSTONE_USERNAME=${IRONIC_KEYSTONE_USERNAME:-ironic}
+IRONIC_KEYSTONE_PASSWORD=${IRONIC_KEYSTONE_PASSWORD:-}
+IRONIC_KEYSTONE_PROJECT=${IRONIC_KEYSTONE_PROJECT:-service}
 
 PY=/usr/bin/python3
 URL="http://${IRONIC_HOST}:${IRONIC_PORT}"
@@ -34,6 +47,7 @@ ENVFILE="$IRONIC_DIR/ironic.env"
 DB="$IRONIC_DIR/ironic.sqlite"
 LOG="$IRONIC_DIR/log/ironic.log"
 OUT="$IRONIC_DIR/log/stdout.log"
+AUTHFILE="$IRONIC_DIR/ironic.auth"
 SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 log() { echo "ironic-up: $*" >&2; }
@@ -71,6 +85,27 @@ IRONIC_URL=$URL
 IRONIC_PID=$pid
 IRONIC_DIR=$IRONIC_DIR
 EOF
+	if [[ $IRONIC_AUTH == keystone ]]; then
+		echo "IRONIC_AUTH_STRATEGY=keystone" >>"$ENVFILE"
+	fi
+}
+
+# auth_settings: what a running Ironic must have been started with to be reused as it is.
+auth_settings() {
+	echo "auth_strategy=$IRONIC_AUTH"
+	if [[ $IRONIC_AUTH == keystone ]]; then
+		echo "keystone=$IRONIC_KEYSTONE_URL user=$IRONIC_KEYSTONE_USERNAME project=$IRONIC_KEYSTONE_PROJECT"
+		echo "password_sha256=$(printf %s "$IRONIC_KEYSTONE_PASSWORD" | sha256sum | cut -d' ' -f1)"
+	fi
+}
+
+# running_auth_settings: those of the running Ironic (one started without this record: noauth).
+running_auth_settings() {
+	if [[ -f $AUTHFILE ]]; then
+		cat "$AUTHFILE"
+	else
+		echo "auth_strategy=noauth"
+	fi
 }
 
 install_ironic() {
@@ -100,7 +135,7 @@ write_conf() {
 	[[ $IRONIC_DEBUG == 1 ]] && debug=true
 	cat >"$CONF" <<EOF
 [DEFAULT]
-auth_strategy = noauth
+auth_strategy = $IRONIC_AUTH
 rpc_transport = none
 host = ironic-test
 my_ip = 127.0.0.1
@@ -154,6 +189,22 @@ dhcp_provider = none
 [oslo_concurrency]
 lock_path = $IRONIC_DIR/lock
 EOF
+	if [[ $IRONIC_AUTH == keystone ]]; then
+		cat >>"$CONF" <<EOF
+
+[keystone_authtoken]
+www_authenticate_uri = $IRONIC_KEYSTONE_URL
+auth_url = $IRONIC_KEYSTONE_URL
+auth_type = password
+interface = public
+region_name = RegionOne
+username = $IRONIC_KEYSTONE_USERNAME
+password = $IRONIC_KEYSTONE_PASSWORD
+project_name = $IRONIC_KEYSTONE_PROJECT
+user_domain_name = Default
+project_domain_name = Default
+EOF
+	fi
 	if [[ -n $IRONIC_EXTRA_CONF ]]; then
 		printf '\n%s\n' "$IRONIC_EXTRA_CONF" >>"$CONF"
 	fi
@@ -168,6 +219,14 @@ dbsync() {
 }
 
 # --- already up? -------------------------------------------------------------------------------
+case $IRONIC_AUTH in
+noauth) ;;
+keystone)
+	[[ -n $IRONIC_KEYSTONE_URL ]] || die "IRONIC_AUTH=keystone needs IRONIC_KEYSTONE_URL (Keystone's identity URL)"
+	[[ -n $IRONIC_KEYSTONE_PASSWORD ]] || die "IRONIC_AUTH=keystone needs IRONIC_KEYSTONE_PASSWORD (the service user's)"
+	;;
+*) die "IRONIC_AUTH=$IRONIC_AUTH: want noauth or keystone" ;;
+esac
 install_ironic
 [[ -x $PY ]] || die "$PY not found"
 
@@ -177,13 +236,17 @@ if [[ $IRONIC_FRESH == 1 ]]; then
 fi
 
 if pid=$(our_pid); then
-	if api_answers; then
+	if [[ $(running_auth_settings) != "$(auth_settings)" ]]; then
+		log "process $pid runs with other auth settings ($(running_auth_settings | head -n 1)); restarting it"
+		IRONIC_DIR=$IRONIC_DIR "$SCRIPTS_DIR/ironic-down.sh" >&2 || true
+	elif api_answers; then
 		write_env "$pid"
 		echo "$URL"
 		exit 0
+	else
+		log "process $pid is alive but the API does not answer; restarting it"
+		IRONIC_DIR=$IRONIC_DIR "$SCRIPTS_DIR/ironic-down.sh" >&2 || true
 	fi
-	log "process $pid is alive but the API does not answer; restarting it"
-	IRONIC_DIR=$IRONIC_DIR "$SCRIPTS_DIR/ironic-down.sh" >&2 || true
 fi
 rm -f "$PIDFILE"
 
@@ -214,6 +277,7 @@ start_size=$(stat -c %s "$OUT")
 ) &
 pid=$!
 echo "$pid" >"$PIDFILE"
+auth_settings >"$AUTHFILE"
 
 deadline=$((SECONDS + IRONIC_START_TIMEOUT))
 while :; do

@@ -1,7 +1,3 @@
-// Package clustertest runs in-process corral clusters for tests: raft on
-// in-memory transports (so partitions are a function call), gossip on
-// loopback, boltdb stores in temporary directories, and an in-memory
-// forwarder that respects partitions.
 package clustertest
 
 import (
@@ -9,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -27,7 +24,8 @@ import (
 type Options struct {
 	// Tweak may adjust each peer's configuration before it starts.
 	Tweak func(cfg *cluster.Config)
-	// Logger for all peers (default: warnings and errors to stderr).
+	// Logger for all peers (default: info and above through t.Log, shown
+	// when the test fails or runs with -v).
 	Logger *slog.Logger
 }
 
@@ -45,19 +43,39 @@ type Peer struct {
 type Harness struct {
 	t    testing.TB
 	opts Options
+	tlog *testWriter
 
 	mu          sync.Mutex
 	peers       map[string]*Peer
-	partitioned map[string]bool
+	partitioned map[string]bool   // cut off entirely: raft, gossip, forwarding
+	raftCut     map[string]bool   // raft transport cut only
+	byGossip    map[string]string // gossip address → peer name
 }
+
+// Timings of harness peers: short, so that elections and failure
+// detection take a fraction of a second, yet with a leader lease as long
+// as the heartbeat timeout, so that a leader on a loaded machine (-race)
+// does not step down between two heartbeats.
+var (
+	raftTimings = cluster.RaftTimings{
+		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+	}
+	gossipTimings = cluster.GossipTimings{
+		ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond,
+		GossipInterval: 50 * time.Millisecond, PushPullInterval: time.Second,
+	}
+)
 
 // Start runs n peers p1..pn bootstrapped with --bootstrap-expect n.
 func Start(t testing.TB, n int, opts Options) *Harness {
 	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h := &Harness{t: t, opts: opts, peers: map[string]*Peer{}, partitioned: map[string]bool{},
+		raftCut: map[string]bool{}, byGossip: map[string]string{}}
+	if h.opts.Logger == nil {
+		h.tlog = &testWriter{t: t}
+		h.opts.Logger = slog.New(slog.NewTextHandler(h.tlog, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	h := &Harness{t: t, opts: opts, peers: map[string]*Peer{}, partitioned: map[string]bool{}}
 	t.Cleanup(h.Close)
 	for i := 1; i <= n; i++ {
 		h.Add(fmt.Sprintf("p%d", i), n)
@@ -70,6 +88,9 @@ func Start(t testing.TB, n int, opts Options) *Harness {
 func (h *Harness) Add(name string, expect int) *Peer {
 	h.t.Helper()
 	p := &Peer{Name: name, dataDir: h.t.TempDir(), gport: freePort(h.t)}
+	h.mu.Lock()
+	h.byGossip[net.JoinHostPort("127.0.0.1", strconv.Itoa(p.gport))] = name
+	h.mu.Unlock()
 	h.start(p, expect)
 	return p
 }
@@ -89,7 +110,7 @@ func (h *Harness) start(p *Peer, expect int) {
 	_, p.trans = raft.NewInmemTransport(raft.ServerAddress(p.Name))
 	h.mu.Lock()
 	for _, o := range h.peers {
-		if o.Node != nil && !h.partitioned[o.Name] && !h.partitioned[p.Name] {
+		if o.Node != nil && h.raftLinked(o.Name, p.Name) {
 			p.trans.Connect(o.trans.LocalAddr(), o.trans)
 			o.trans.Connect(p.trans.LocalAddr(), p.trans)
 		}
@@ -112,14 +133,12 @@ func (h *Harness) start(p *Peer, expect int) {
 		BootstrapExpect: expect,
 		Transport:       p.trans,
 		Forwarder:       &memForwarder{h: h, from: p.Name},
+		GossipCut:       func(addr string) bool { return h.gossipCut(p.Name, addr) },
 		Logger:          h.opts.Logger,
 		Registry:        p.Registry,
 		Store:           fsm.New(),
-		Raft: cluster.RaftTimings{
-			HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-			LeaderLeaseTimeout: 150 * time.Millisecond,
-		},
-		Gossip: cluster.GossipTimings{ProbeInterval: 200 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond},
+		Raft:            raftTimings,
+		Gossip:          gossipTimings,
 	}
 	if h.opts.Tweak != nil {
 		h.opts.Tweak(&cfg)
@@ -180,11 +199,29 @@ func (h *Harness) Restart(name string) {
 	h.start(h.Peer(name), 0)
 }
 
-// Partition cuts a peer's raft transport and forwarding off from all others.
+// Partition cuts a peer off from all others: its raft transport, its
+// gossip (both ways, so each side comes to see the other dead) and
+// forwarding.
 func (h *Harness) Partition(name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.partitioned[name] = true
+	h.disconnectRaft(name)
+}
+
+// CutRaft cuts only a peer's raft transport from all others: gossip and
+// forwarding still work, so the peer stays a live member that can reach
+// the leader's API, but it receives no more log entries and its replica
+// lags. A peer that should keep believing in its leader meanwhile needs a
+// long heartbeat timeout (Options.Tweak).
+func (h *Harness) CutRaft(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.raftCut[name] = true
+	h.disconnectRaft(name)
+}
+
+func (h *Harness) disconnectRaft(name string) {
 	p := h.peers[name]
 	p.trans.DisconnectAll()
 	for _, o := range h.peers {
@@ -194,18 +231,31 @@ func (h *Harness) Partition(name string) {
 	}
 }
 
-// Heal reconnects a partitioned peer.
+// Heal undoes Partition and CutRaft for a peer.
 func (h *Harness) Heal(name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.partitioned, name)
+	delete(h.raftCut, name)
 	p := h.peers[name]
 	for _, o := range h.peers {
-		if o != p && o.Node != nil && !h.partitioned[o.Name] {
+		if o != p && o.Node != nil && h.raftLinked(o.Name, name) {
 			p.trans.Connect(o.trans.LocalAddr(), o.trans)
 			o.trans.Connect(p.trans.LocalAddr(), p.trans)
 		}
 	}
+}
+
+// raftLinked reports whether raft may flow between two peers (h.mu held).
+func (h *Harness) raftLinked(a, b string) bool {
+	return !h.partitioned[a] && !h.partitioned[b] && !h.raftCut[a] && !h.raftCut[b]
+}
+
+// gossipCut reports whether gossip from peer to addr is cut.
+func (h *Harness) gossipCut(from, addr string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.partitioned[from] || h.partitioned[h.byGossip[addr]]
 }
 
 // Leader waits for a leader among the running, non-partitioned peers.
@@ -247,7 +297,8 @@ func (h *Harness) names() string {
 	return strings.Join(n, ",")
 }
 
-// Close stops every running peer.
+// Close stops every running peer. Logs written after it are dropped:
+// the test they would go to has ended.
 func (h *Harness) Close() {
 	for _, p := range h.Running() {
 		_ = p.Node.Shutdown()
@@ -255,6 +306,31 @@ func (h *Harness) Close() {
 		p.Node = nil
 		h.mu.Unlock()
 	}
+	if h.tlog != nil {
+		h.tlog.close()
+	}
+}
+
+// testWriter writes log lines through t.Log until it is closed.
+type testWriter struct {
+	t      testing.TB
+	mu     sync.Mutex
+	closed bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
 }
 
 // Eventually polls f until it returns nil or the deadline passes.
@@ -288,17 +364,17 @@ func (f *memForwarder) target(api string) (*cluster.Node, error) {
 	f.h.mu.Lock()
 	defer f.h.mu.Unlock()
 	if f.h.partitioned[f.from] {
-		return nil, fmt.Errorf("%w: %s is partitioned", cluster.ErrNotDelivered, f.from)
+		return nil, fmt.Errorf("%w: %s is partitioned", forward.ErrNotDelivered, f.from)
 	}
 	for _, p := range f.h.peers {
 		if p.Node != nil && p.Name+".api:1" == api {
 			if f.h.partitioned[p.Name] {
-				return nil, fmt.Errorf("%w: %s is partitioned", cluster.ErrNotDelivered, p.Name)
+				return nil, fmt.Errorf("%w: %s is partitioned", forward.ErrNotDelivered, p.Name)
 			}
 			return p.Node, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: no peer serves %s", cluster.ErrNotDelivered, api)
+	return nil, fmt.Errorf("%w: no peer serves %s", forward.ErrNotDelivered, api)
 }
 
 func (f *memForwarder) Apply(ctx context.Context, api string, data []byte) (uint64, error) {

@@ -121,7 +121,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			runIronic(bgctx, cfg.Ironic, cfg.LegacyInventory, !hypervisor, node, reg, logger)
+			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger)
 		}()
 	} else if !hypervisor {
 		logger.Warn("no [ironic] url: this host will not build servers")

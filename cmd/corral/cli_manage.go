@@ -116,7 +116,7 @@ than one server on a node, 3 bad arguments.`,
 	f.StringVar(&node, "node", "", "only the server on this Ironic node (with --host)")
 	f.BoolVar(&dryRun, "dry-run", false, "show what would be migrated")
 	f.IntVar(&batch, "batch-size", 50, "servers per log entry")
-	c.AddCommand(mig)
+	c.AddCommand(mig, newBaremetalFlavorUpdateCmd(o), newBaremetalMigrateCmd(o))
 	return c
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic/mirror"
 )
 
 // Default ports of an agent.
@@ -75,6 +76,9 @@ type ironicConfig struct {
 	DeployTimeout  time.Duration
 	Workers        int
 	MaxVersion     string
+	// OrphanGrace is how long the leader must see a node deployed with no
+	// reservation before it undeploys it (0: twice SyncInterval; negative: never).
+	OrphanGrace time.Duration
 }
 
 func defaultAgentConfig() agentConfig {
@@ -126,6 +130,15 @@ func uinteger(p func(c *agentConfig) *uint64) func(*agentConfig, string) error {
 		*p(c) = n
 		return nil
 	}
+}
+
+// orphanGrace sets [ironic] orphan_grace: a positive duration, or off.
+func orphanGrace(c *agentConfig, v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		c.Ironic.OrphanGrace = -1
+		return nil
+	}
+	return duration(func(c *agentConfig) *time.Duration { return &c.Ironic.OrphanGrace })(c, v)
 }
 
 func duration(p func(c *agentConfig) *time.Duration) func(*agentConfig, string) error {
@@ -222,6 +235,7 @@ var options = []option{
 	{section: "ironic", key: "request_timeout", usage: "timeout of one Ironic request", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.RequestTimeout })},
 	{section: "ironic", key: "deploy_timeout", usage: "how long a deploy or undeploy may take", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.DeployTimeout })},
 	{section: "ironic", key: "workers", usage: "servers this host builds or deletes at once", set: integer(func(c *agentConfig) *int { return &c.Ironic.Workers }, 1, 1000)},
+	{section: "ironic", key: "orphan_grace", usage: "how long the leader must see a node deployed with no allocation and no instance_uuid before it undeploys it (default twice sync_interval; off: never)", set: orphanGrace},
 	{section: "ironic", key: "max_version", usage: "highest Ironic microversion to use", set: str(func(c *agentConfig) *string { return &c.Ironic.MaxVersion })},
 	{section: "failover", key: "down_grace", usage: "how long a host must be dead in gossip before the leader marks it down", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.DownGrace })},
 	{section: "failover", key: "up_grace", usage: "how long a returning host must stay alive before it is up again", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.UpGrace })},
@@ -460,6 +474,6 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
 		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
 		DownGrace: c.Failover.DownGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
-		Settings: map[string]string{"legacy_inventory": strconv.FormatBool(c.LegacyInventory)},
+		Settings: map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
 	}
 }

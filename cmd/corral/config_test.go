@@ -233,6 +233,8 @@ func TestConfigErrors(t *testing.T) {
 			want: []string{"[raft] heartbeat_timeout", `"5" is not a duration`}},
 		{name: "negative duration", file: "[gossip]\nprobe_interval = -1s\n", env: ok,
 			want: []string{"[gossip] probe_interval", "must be positive"}},
+		{name: "bad orphan grace", file: "[ironic]\norphan_grace = soon\n", env: ok,
+			want: []string{"[ironic] orphan_grace", `"soon" is not a duration`}},
 		{name: "bad integer", file: "[api]\nport = eighty\n", env: ok,
 			want: []string{"[api] port", `"eighty" is not an integer`}},
 		{name: "port out of range in file", file: "[gossip]\nport = 70000\n", env: ok,
@@ -370,6 +372,7 @@ request_timeout = 20s
 deploy_timeout = 45m
 workers = 16
 max_version = 1.80
+orphan_grace = 1m
 
 [failover]
 down_grace = 3s
@@ -387,6 +390,17 @@ cpu_allocation_ratio = 8
 ram_allocation_ratio = 1.2
 disk_allocation_ratio = 1.1
 `
+
+func TestConfigOrphanGraceOff(t *testing.T) {
+	env := map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_NAME": "n"}
+	c := mustLoad(t, []string{"--config", writeConfig(t, "[ironic]\norphan_grace = off\n")}, env)
+	if c.Ironic.OrphanGrace >= 0 {
+		t.Fatalf("orphan_grace = off gave %v, want negative (never)", c.Ironic.OrphanGrace)
+	}
+	if d := mustLoad(t, nil, env); d.Ironic.OrphanGrace != 0 {
+		t.Fatalf("default orphan grace %v, want 0 (twice the sync interval)", d.Ironic.OrphanGrace)
+	}
+}
 
 func TestConfigFullExample(t *testing.T) {
 	c := mustLoad(t, []string{"--config", writeConfig(t, fullExample)}, nil)
@@ -407,7 +421,8 @@ func TestConfigFullExample(t *testing.T) {
 		ReaderTokens: []string{"reader-secret-0001"},
 		PeerToken:    "peer-secret-00001",
 		Ironic: ironicConfig{URL: "http://10.1.2.10:6385", Reservation: "allocations", SyncInterval: 10 * time.Second,
-			RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80"},
+			RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80",
+			OrphanGrace: time.Minute},
 		Failover: failoverConfig{DownGrace: 3 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
 		Hypervisor: hypervisorConfig{VCPUs: 32, MemoryMB: 131072, DiskGB: 900, CPUAllocationRatio: 8,
 			RAMAllocationRatio: 1.2, DiskAllocationRatio: 1.1},

@@ -10,11 +10,13 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/ironic"
+	"github.com/corral-dev/corral/ironic/driver"
+	"github.com/corral-dev/corral/ironic/mirror"
 )
 
 // runIronic connects to Ironic (retrying until it answers) and then runs
 // this host's driver and the leader's node sync until ctx ends.
-func runIronic(ctx context.Context, cfg ironicConfig, legacy, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
+func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
 	log := logger.With("component", "ironic", "url", cfg.URL)
 	var client *ironic.Client
 	backoff := 500 * time.Millisecond
@@ -35,16 +37,23 @@ func runIronic(ctx context.Context, cfg ironicConfig, legacy, build bool, node *
 			backoff *= 2
 		}
 	}
-	virt, err := ironic.NewDriver(ironic.DriverConfig{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Logger: logger}, client)
+	virt, err := driver.New(driver.Config{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Logger: logger}, client)
 	if err != nil {
 		log.Error("cannot start the Ironic driver: servers of this host will not be built", "err", err)
 		return
 	}
-	sync, err := ironic.NewNodeSyncLegacy(node, client, cfg.SyncInterval, legacy, logger, reg)
+	// The legacy inventory workaround reaches the mirror through the
+	// settings every host advertises in gossip (see clusterConfig).
+	sync, err := mirror.New(node, node, client, mirror.Config{Interval: cfg.SyncInterval, OrphanGrace: cfg.OrphanGrace,
+		Logger: logger, Registerer: reg})
 	if err != nil {
 		log.Error("cannot start the node sync", "err", err)
 		return
 	}
+	// A boot that finds no node has the leader run one sync pass before
+	// it answers "No valid host" (nodes enrolled since the last sync).
+	node.SetMirrorSync(sync)
+	defer node.SetMirrorSync(nil)
 	log.Info("connected to Ironic", "microversion", client.Version(), "reservation", virt.Mode(), "builds_servers", build)
 	if !build {
 		sync.Run(ctx)

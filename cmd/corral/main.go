@@ -1,5 +1,6 @@
 // Command corral runs a corral peer (agent), a local development cluster
-// (dev), and the operator CLI.
+// (dev), and the operator CLI. It is the only place where corral's
+// packages are wired together; nothing imports it.
 package main
 
 import (

@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit/proc"
 )
 
 const (
@@ -44,6 +45,13 @@ type fixture struct {
 // every node is mirrored and the flavor exists.
 func start(t testing.TB, hosts, nodes int, so sim.Options, env ...string) *fixture {
 	t.Helper()
+	return startIn(t, nil, hosts, nodes, so, env...)
+}
+
+// startIn is start with each agent in its cgroup of cg (nil: none), so
+// that netem can cut it off (see newIsolation).
+func startIn(t testing.TB, cg *proc.Cgroups, hosts, nodes int, so sim.Options, env ...string) *fixture {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real agent processes")
 	}
@@ -56,7 +64,7 @@ func start(t testing.TB, hosts, nodes int, so sim.Options, env ...string) *fixtu
 		s.Close()
 	})
 	f := &fixture{t: t, sim: s, rec: rec, url: ts.URL, nodes: s.SeedNodes(nodes, nodeClass)}
-	f.c = e2e.Start(t, hosts, e2e.Options{BaseIP: baseIP, ExtraArgs: []string{"--ironic-url", ts.URL},
+	f.c = e2e.Start(t, hosts, e2e.Options{BaseIP: baseIP, ExtraArgs: []string{"--ironic-url", ts.URL}, Cgroups: cg,
 		Env: append([]string{"CORRAL_IRONIC_SYNC_INTERVAL=1s"}, env...)})
 	f.c.AwaitReady(60 * time.Second)
 	a := f.c.Agents[0]
@@ -309,10 +317,8 @@ func (f *fixture) running() []*e2e.Agent {
 
 // agent returns the agent named name.
 func (f *fixture) agent(name string) *e2e.Agent {
-	for _, a := range f.c.Agents {
-		if a.Name == name {
-			return a
-		}
+	if a := f.find(name); a != nil {
+		return a
 	}
 	f.t.Fatalf("no agent %s", name)
 	return nil
@@ -417,7 +423,8 @@ func (f *fixture) allocations() []allocation {
 
 // checkIronic asserts, for the live servers, one node each in Ironic
 // (instance_uuid set to the server on exactly the node corral shows) and
-// one allocation each, and that no other node holds an instance.
+// one allocation each, that no other node holds an instance, and that no
+// node holds two allocations.
 func (f *fixture) checkIronic(live map[string]server) {
 	f.t.Helper()
 	byInstance := map[string][]string{}
@@ -426,9 +433,17 @@ func (f *fixture) checkIronic(live map[string]server) {
 			byInstance[n.InstanceUUID] = append(byInstance[n.InstanceUUID], n.UUID)
 		}
 	}
-	allocs := map[string]int{}
+	allocs, allocsOnNode := map[string]int{}, map[string][]string{}
 	for _, a := range f.allocations() {
 		allocs[a.UUID]++
+		if a.Node != "" {
+			allocsOnNode[a.Node] = append(allocsOnNode[a.Node], a.UUID)
+		}
+	}
+	for node, as := range allocsOnNode {
+		if len(as) > 1 {
+			f.t.Errorf("Ironic node %s holds %d allocations: %v", node, len(as), as)
+		}
 	}
 	for id, s := range live {
 		if got := byInstance[id]; len(got) != 1 || got[0] != s.Node {
@@ -462,4 +477,116 @@ func summary(ds []time.Duration) (p50, p99, worst time.Duration) {
 		return s[max(0, min(i, len(s)-1))]
 	}
 	return q(0.50), q(0.99), s[len(s)-1]
+}
+
+// attributed fails the test unless the host's own Ironic writes are
+// attributed to it (by User-Agent, in the recorder and in the simulator):
+// call it before a fault, so that a later "the host wrote nothing" can
+// fail.
+func (f *fixture) attributed(a *e2e.Agent) {
+	f.t.Helper()
+	n, rec := f.sim.WritesFrom(ua(a)), len(f.rec.by(a.Name, time.Time{}))
+	if n == 0 || rec == 0 {
+		f.t.Fatalf("host %s has %d Ironic writes in the simulator's count and %d in the recorder before the fault; "+
+			"its writes must be attributed to it for the fencing check to mean anything", a.Name, n, rec)
+	}
+	f.t.Logf("%s's own Ironic writes before the fault: %d", a.Name, n)
+}
+
+// heal restarts the killed agents and waits until every host is up.
+func (f *fixture) heal(killed ...*e2e.Agent) {
+	f.t.Helper()
+	for _, a := range killed {
+		a.Start()
+	}
+	obs := f.running()[0]
+	for _, a := range f.c.Agents {
+		f.waitHost(obs, a.Name, "up", 60*time.Second)
+	}
+}
+
+// reservation is one row of GET /v1/reservations.
+type reservation struct {
+	Node   string `json:"node_uuid"`
+	Server string `json:"server_id"`
+	Host   string `json:"host"`
+}
+
+// checkInvariants asserts, after the faults healed, what must hold
+// whatever path the failover took (DESIGN.md, invariants 1-3):
+//   - no acknowledged boot is lost: each of acked is listed and ACTIVE;
+//   - every listed server has exactly one owner, a host that is up and
+//     whose agent runs, the host the server is listed on;
+//   - at most one server per node and one node per server, in corral's
+//     listing and reservations and in Ironic.
+func (f *fixture) checkInvariants(obs *e2e.Agent, acked []string) {
+	f.t.Helper()
+	all, err := f.servers(obs)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, id := range acked {
+		if s, ok := all[id]; !ok || s.Status != "ACTIVE" {
+			f.t.Errorf("acknowledged server %s is lost or not ACTIVE: %+v", id, s)
+		}
+	}
+	byNode := map[string][]string{}
+	for id, s := range all {
+		o, err := f.owner(obs, id, "linearizable")
+		if err != nil {
+			f.t.Fatalf("owner of %s: %v", id, err)
+		}
+		switch a := f.find(o.Host); {
+		case o.Host == "" || a == nil:
+			f.t.Errorf("server %s has no owner host (%q)", id, o.Host)
+		case !o.HostUp || !a.Running():
+			f.t.Errorf("server %s is owned by %s, which is not alive (up %v, running %v)", id, o.Host, o.HostUp, a.Running())
+		case s.Host != o.Host:
+			f.t.Errorf("server %s is listed on %s but owned by %s", id, s.Host, o.Host)
+		}
+		if s.Node == "" {
+			f.t.Errorf("server %s (%s) has no node", id, s.Status)
+		}
+		byNode[s.Node] = append(byNode[s.Node], id)
+	}
+	for node, ids := range byNode {
+		if node != "" && len(ids) > 1 {
+			f.t.Errorf("node %s holds %d servers in corral: %v", node, len(ids), ids)
+		}
+	}
+	var body struct {
+		Reservations []reservation `json:"reservations"`
+	}
+	if err := f.get(obs, "/v1/reservations?consistency=linearizable", &body); err != nil {
+		f.t.Fatal(err)
+	}
+	resByNode, resByServer := map[string]int{}, map[string]int{}
+	for _, r := range body.Reservations {
+		resByNode[r.Node]++
+		resByServer[r.Server]++
+		if s, ok := all[r.Server]; ok && s.Node != r.Node {
+			f.t.Errorf("server %s is on node %s but reserves node %s", r.Server, s.Node, r.Node)
+		}
+	}
+	for node, n := range resByNode {
+		if n > 1 {
+			f.t.Errorf("node %s is reserved %d times", node, n)
+		}
+	}
+	for id, n := range resByServer {
+		if n > 1 {
+			f.t.Errorf("server %s reserves %d nodes", id, n)
+		}
+	}
+	f.checkIronic(all)
+}
+
+// find returns the agent named name, or nil.
+func (f *fixture) find(name string) *e2e.Agent {
+	for _, a := range f.c.Agents {
+		if a.Name == name {
+			return a
+		}
+	}
+	return nil
 }

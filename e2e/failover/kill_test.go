@@ -79,6 +79,7 @@ func TestKillHost(t *testing.T) {
 	lost := ownedBy(srv, victim.Name)
 	obs := f.other(victim)
 	t.Logf("killing %s (leader %s), which owns %d of %d servers", victim.Name, leader.Name, len(lost), len(ids))
+	f.attributed(victim)
 
 	killed := time.Now()
 	victim.Kill()

@@ -14,7 +14,11 @@ import (
 // the work: every server of both dead hosts ends with a live owner, and
 // each moved once per failure: a server of the first host is at epoch 2,
 // or at epoch 3 only if the first plan gave it to the leader that died
-// next (then moved once more, from that leader at epoch 2).
+// next (then moved once more, from that leader at epoch 2). Either path
+// is allowed; what must hold on both is checked after the dead hosts are
+// restarted: no acknowledged server lost, one live owner each, one node
+// per server and one server per node in corral and in Ironic, and no
+// Ironic write from a dead host (whose own writes were seen before).
 func TestLeaderKilledDuringReassignment(t *testing.T) {
 	f := start(t, 5, 20, sim.Options{DeployDelay: 200 * time.Millisecond, UndeployDelay: 200 * time.Millisecond})
 	ids := f.boot(15, "lead")
@@ -23,6 +27,8 @@ func TestLeaderKilledDuringReassignment(t *testing.T) {
 	victim := f.victim(srv, leader)
 	lostA, lostL := ownedBy(srv, victim.Name), ownedBy(srv, leader.Name)
 	obs := f.other(victim, leader)
+	f.attributed(victim)
+	f.attributed(leader)
 
 	killed := time.Now()
 	victim.Kill()
@@ -74,12 +80,26 @@ func TestLeaderKilledDuringReassignment(t *testing.T) {
 	if n := len(f.rec.by(victim.Name, killed)) + len(f.rec.by(leader.Name, killed.Add(downIn))); n != 0 {
 		t.Errorf("dead hosts wrote to Ironic %d times", n)
 	}
+
+	healed := time.Now()
+	f.heal(victim, leader)
+	f.checkInvariants(obs, ids)
+	for _, w := range [][]write{f.rec.touching(victim.Name, healed, all), f.rec.touching(leader.Name, healed, all)} {
+		if len(w) > 0 {
+			t.Errorf("a restarted host wrote to Ironic for servers it had lost: %v", w)
+		}
+	}
 }
 
 // TestLeaderKilledBetweenDownAndPlan forces the window open: a killed
 // host is forced down through the API (one log entry) and the leader is
 // SIGKILLed right after that commit, before its reconcile loop can plan.
-// The next leader must plan the down host's servers itself, once.
+// The next leader must plan the down host's servers itself, once. Which
+// leader committed the plan is not fixed (the old one may win the race);
+// what must hold either way is checked after both dead hosts are
+// restarted: no acknowledged server lost, one live owner each, one node
+// per server and one server per node in corral and in Ironic, and no
+// Ironic write from the dead victim (whose own writes were seen before).
 func TestLeaderKilledBetweenDownAndPlan(t *testing.T) {
 	f := start(t, 5, 20, sim.Options{DeployDelay: 200 * time.Millisecond, UndeployDelay: 200 * time.Millisecond})
 	ids := f.boot(10, "window")
@@ -88,6 +108,7 @@ func TestLeaderKilledBetweenDownAndPlan(t *testing.T) {
 	victim := f.victim(srv, leader)
 	lost := ownedBy(srv, victim.Name)
 	obs := f.other(victim, leader)
+	f.attributed(victim)
 
 	victim.Kill()
 	killed := time.Now()
@@ -132,4 +153,14 @@ func TestLeaderKilledBetweenDownAndPlan(t *testing.T) {
 	t.Logf("the plan for %s's %d servers was committed by %s; %d of them were planned onto the dead leader and moved again",
 		victim.Name, len(lost), by, twice)
 	f.checkIronic(final)
+	if n := len(f.rec.by(victim.Name, killed)); n != 0 {
+		t.Errorf("the killed host %s wrote to Ironic %d times", victim.Name, n)
+	}
+
+	healed := time.Now()
+	f.heal(victim, leader)
+	f.checkInvariants(obs, ids)
+	if w := f.rec.touching(victim.Name, healed, lost); len(w) > 0 {
+		t.Errorf("restarted host %s wrote to Ironic for servers it had lost: %v", victim.Name, w)
+	}
 }

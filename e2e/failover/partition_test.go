@@ -1,153 +1,83 @@
 package failover
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit/netem"
+	"github.com/corral-dev/corral/testkit/proc"
 )
 
-// isolation cuts one agent off from the other agents with iptables while
+// isolation cuts one agent off from the other agents with netem while
 // every agent, the cut one included, still reaches 127.0.0.1 (the Ironic
-// simulator) and the test reaches every agent.
-//
-// Agents dial raft, gossip and forwarding connections without binding a
-// source address, so on loopback those leave from 127.0.0.1 and an
-// address match cannot tell them from the test's own requests. Each agent
-// therefore runs in a cgroup of its own (a wrapper moves it there before
-// exec, so that every socket it opens belongs to it), and the rules match
-// the sending socket's cgroup on OUTPUT, which every loopback packet
-// crosses: what the cut agent sends to another agent's address, and what
-// another agent sends to the cut agent's address, is dropped.
+// simulator) and the test reaches every agent. Agents dial without
+// binding a source address, so each runs in a cgroup of its own and the
+// rules match the sending socket's cgroup (see testkit/netem).
 type isolation struct {
-	t      testing.TB
-	root   string // cgroup2 directory of this test, one child per agent
-	rel    string // the same, relative to the cgroup2 mount (for --path)
-	chain  string
-	healed sync.Once
+	t  testing.TB
+	cg *proc.Cgroups
+	fw *netem.Firewall
 }
 
 // newIsolation checks for root, iptables and a writable cgroup2 hierarchy
-// (skipping the test otherwise), creates a cgroup per agent name and
-// points CORRAL_BIN at a wrapper that starts each agent in its cgroup.
-// Call it before start.
+// (skipping the test otherwise) and creates a cgroup per agent name. Start
+// the agents with startIn(t, is.cg, ...).
 func newIsolation(t *testing.T, hosts int) *isolation {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real agent processes")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("partition test needs root for iptables (run as root)")
-	}
-	if _, err := exec.LookPath("iptables"); err != nil {
-		t.Skip("partition test needs iptables: install it (apt-get install iptables)")
-	}
-	mount := cgroup2Mount()
-	if mount == "" {
-		t.Skip("partition test needs a cgroup2 hierarchy to tell the agents' sockets apart (none is mounted)")
-	}
-	real := e2e.Binary(t)
-	rel := fmt.Sprintf("corral-failover-%d", os.Getpid())
-	is := &isolation{t: t, root: filepath.Join(mount, rel), rel: rel, chain: fmt.Sprintf("CORRAL-FO-%d", os.Getpid()%100000)}
+	var names []string
 	for i := 1; i <= hosts; i++ {
-		if err := os.MkdirAll(filepath.Join(is.root, fmt.Sprintf("peer%d", i)), 0o755); err != nil {
-			t.Skipf("partition test needs a writable cgroup2 hierarchy at %s: %v", mount, err)
-		}
+		names = append(names, fmt.Sprintf("peer%d", i))
+	}
+	cg, err := proc.NewCgroups(fmt.Sprintf("corral-failover-%d", os.Getpid()), names...)
+	if err != nil {
+		t.Skipf("partition test needs a writable cgroup2 hierarchy to tell the agents' sockets apart: %v", err)
+	}
+	fw, err := netem.New(fmt.Sprintf("CORRAL-FO-%d", os.Getpid()%100000))
+	if errors.Is(err, netem.ErrNoIptables) {
+		_ = cg.Remove()
+		t.Skipf("partition test: %v", err)
+	} else if err != nil {
+		_ = cg.Remove()
+		t.Fatal(err)
 	}
 	// Registered before the agents start, so it runs after they are stopped.
 	t.Cleanup(func() {
-		is.heal()
-		dirs, _ := os.ReadDir(is.root)
-		for _, d := range dirs {
-			_ = os.Remove(filepath.Join(is.root, d.Name()))
+		if err := fw.Close(); err != nil {
+			t.Errorf("remove the partition's rules: %v", err)
 		}
-		_ = os.Remove(is.root)
+		if err := cg.Remove(); err != nil {
+			t.Errorf("remove the agents' cgroups: %v", err)
+		}
 	})
-	is.ipt("-D", "OUTPUT", "-j", is.chain) // leftovers of a crashed run
-	is.ipt("-F", is.chain)
-	is.ipt("-X", is.chain)
-	if out, err := exec.Command("iptables", "-w", "10", "-N", is.chain).CombinedOutput(); err != nil {
-		t.Skipf("iptables cannot create a chain here: %v: %s", err, out)
-	}
-	wrapper := filepath.Join(t.TempDir(), "corral-in-cgroup")
-	script := fmt.Sprintf(`#!/bin/sh
-name=
-prev=
-for a in "$@"; do
-	[ "$prev" = "--name" ] && name="$a"
-	prev="$a"
-done
-echo $$ > %q/"$name"/cgroup.procs || exit 1
-exec %q "$@"
-`, is.root, real)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("CORRAL_BIN", wrapper)
-	return is
-}
-
-// cgroup2Mount returns where the cgroup2 hierarchy is mounted, or "".
-func cgroup2Mount() string {
-	f, err := os.Open("/proc/self/mounts")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 3 && fields[2] == "cgroup2" {
-			return fields[1]
-		}
-	}
-	return ""
-}
-
-// ipt runs iptables and returns its error (callers that tear down ignore it).
-func (is *isolation) ipt(args ...string) error {
-	out, err := exec.Command("iptables", append([]string{"-w", "10"}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("iptables %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return &isolation{t: t, cg: cg, fw: fw}
 }
 
 // cut isolates victim from the others.
 func (is *isolation) cut(victim *e2e.Agent, others []*e2e.Agent) {
 	is.t.Helper()
-	var rules [][]string
+	var hs []netem.Host
 	for _, o := range others {
-		rules = append(rules,
-			[]string{"-m", "cgroup", "--path", is.rel + "/" + victim.Name, "-d", o.IP + "/32", "-j", "DROP"},
-			[]string{"-m", "cgroup", "--path", is.rel + "/" + o.Name, "-d", victim.IP + "/32", "-j", "DROP"})
+		hs = append(hs, o.NetHost())
 	}
-	for _, r := range rules {
-		if err := is.ipt(append([]string{"-A", is.chain}, r...)...); err != nil {
-			is.t.Fatal(err)
-		}
-	}
-	if err := is.ipt("-I", "OUTPUT", "1", "-j", is.chain); err != nil {
+	if err := is.fw.Isolate(victim.NetHost(), hs); err != nil {
 		is.t.Fatal(err)
 	}
 }
 
-// heal removes the chain and every rule in it; safe to call twice.
+// heal removes every rule.
 func (is *isolation) heal() {
-	is.healed.Do(func() {
-		for is.ipt("-D", "OUTPUT", "-j", is.chain) == nil {
-		}
-		_ = is.ipt("-F", is.chain)
-		_ = is.ipt("-X", is.chain)
-	})
+	is.t.Helper()
+	if err := is.fw.Heal(); err != nil {
+		is.t.Fatal(err)
+	}
 }
 
 // partitionHold is how long TestPartitionHost keeps the host cut off.
@@ -164,7 +94,7 @@ const partitionHold = 35 * time.Second
 // has one owner, one node and one allocation.
 func TestPartitionHost(t *testing.T) {
 	is := newIsolation(t, 5)
-	f := start(t, 5, 20, sim.Options{DeployDelay: 200 * time.Millisecond, UndeployDelay: 8 * time.Second})
+	f := startIn(t, is.cg, 5, 20, sim.Options{DeployDelay: 200 * time.Millisecond, UndeployDelay: 8 * time.Second})
 	ids := f.boot(15, "part")
 	srv := f.waitServers(f.c.Agents[0], ids, 60*time.Second, "15 servers ACTIVE", active)
 	leader := f.c.Leader(10 * time.Second)
@@ -194,10 +124,10 @@ func TestPartitionHost(t *testing.T) {
 	}
 	f.deleteServers(obs, delIDs)
 	f.awaitNodeStates(delNodes, "deleting", 10*time.Second)
+	f.attributed(victim)
 
 	is.cut(victim, others)
 	cut := time.Now()
-	t.Cleanup(is.heal)
 	t.Logf("cut %s (leader %s) off from its peers with %d undeploys in flight", victim.Name, leader.Name, len(deleted))
 	took := f.awaitReowned(obs, lost, []string{victim.Name}, reownBound)
 	t.Logf("bound: servers of a partitioned host re-owned within %s; measured %s", reownBound, took.Round(time.Millisecond))

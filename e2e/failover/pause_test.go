@@ -116,6 +116,7 @@ func TestPauseHostWithPendingDeletes(t *testing.T) {
 	// Deletes in flight: the host has asked Ironic to undeploy, and is frozen.
 	f.deleteServers(obs, first)
 	f.awaitNodeStates(firstNodes, "deleting", 10*time.Second)
+	f.attributed(victim)
 	victim.Pause()
 	paused := time.Now()
 	f.deleteServers(obs, []string{last})

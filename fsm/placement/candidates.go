@@ -1,8 +1,9 @@
 package placement
 
 import (
-	"hash/fnv"
 	"slices"
+
+	"github.com/corral-dev/corral/fsm/sched"
 )
 
 // ProviderFilter selects providers for Providers. Every set field must
@@ -221,13 +222,13 @@ func (a cand) less(b cand) bool {
 func (s *Store) find(q *query, limit int, seed string) []*provider {
 	pre := s.prefilter(q)
 	cs := make([]cand, 0, pre.count())
-	sh := seedHash(seed)
+	sh := sched.SeedHash(seed)
 	pre.each(func(i int32) {
 		k := s.ids[i]
 		if seed == "" {
 			cs = append(cs, cand{k.hi, k.lo, 0, i})
 		} else {
-			cs = append(cs, cand{^score(sh, k), k.hi, k.lo, i})
+			cs = append(cs, cand{^sched.Score(sh, k.hi, k.lo), k.hi, k.lo, i})
 		}
 	})
 	var out []*provider
@@ -285,27 +286,6 @@ func siftDown(h []cand, i int) {
 		h[i], h[m] = h[m], h[i]
 		i = m
 	}
-}
-
-func seedHash(seed string) uint64 {
-	f := fnv.New64a()
-	_, _ = f.Write([]byte(seed))
-	return f.Sum64()
-}
-
-// score is the rendezvous score of a provider (by UUID key) for a seed.
-func score(seed uint64, k uuidKey) uint64 {
-	return mix(mix(seed^k.hi) ^ k.lo)
-}
-
-// mix is splitmix64's finaliser.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // Candidates returns the providers that can satisfy q alone, as allocation

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral/fsm/sched"
 )
 
 func candidateUUIDs(t testing.TB, s *Store, q CandidateQuery) []string {
@@ -184,6 +186,20 @@ func TestCandidatesSeededOrder(t *testing.T) {
 	other := candidateUUIDs(t, s, CandidateQuery{Resources: bmFlavor, Seed: cid(2)})
 	if other[0] == all[0] && other[1] == all[1] {
 		t.Fatalf("different seeds give the same order")
+	}
+}
+
+// Placement's seeded order is the one rendezvous ranking of the scheduler:
+// the node sched.RankNodes puts first for a server is the candidate
+// Placement offers first for it.
+func TestCandidatesSeededOrderIsRankNodes(t *testing.T) {
+	s := New()
+	for i := 0; i < 30; i++ {
+		mustCreate(t, s, i, "", gold)
+	}
+	for seed := 1; seed <= 20; seed++ {
+		all := candidateUUIDs(t, s, CandidateQuery{Resources: bmFlavor, Seed: cid(seed)})
+		same(t, sched.RankNodes(all, cid(seed)), all...)
 	}
 }
 

@@ -83,7 +83,8 @@
 // they are ordered by a rendezvous hash of seed and provider UUID, highest
 // first, ties by UUID: still deterministic, but concurrent requests with
 // different seeds spread over different providers instead of all racing
-// for the lowest UUIDs. Survivors are sorted lazily (a heap), so a small
+// for the lowest UUIDs. The hash is corral's one rendezvous hash,
+// sched.Score, so sched.RankNodes ranks node UUIDs in this same order. Survivors are sorted lazily (a heap), so a small
 // Limit is cheap even when many providers match.
 //
 // # Snapshots
@@ -95,4 +96,14 @@
 // sorted and maps with sorted keys, so equal stores encode byte-identically.
 // Usages and indexes are derived state: they are not written, and ReadFrom
 // rebuilds and checks them.
+//
+// # What it owns, what it does not
+//
+// This package owns resource accounting and the mechanics of allocation
+// candidates: which providers have room for a request, with which traits
+// and aggregates. Scheduling policy — parsing flavors, Ironic node
+// capabilities, choosing a host, reassignment plans — belongs to
+// fsm/sched. placement imports the standard library and fsm/sched (for the
+// rendezvous hash) only; it must never import fsm, cluster, api, ironic,
+// compute or any client library.
 package placement

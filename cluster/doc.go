@@ -1,0 +1,12 @@
+// Package cluster runs one corral peer: raft (raft-boltdb/v2 log, file
+// snapshots, TCP transport), memberlist gossip, bootstrap and join, the
+// leader loop that reconciles gossip into raft and the FSM's host list
+// (confirming deaths, committing reassignment plans), proposals that apply
+// on the leader or go to it through cluster/forward, read consistency
+// levels, readiness, and the cluster's metrics. raft's and memberlist's
+// logs are carried into the peer's slog logger at their own levels.
+//
+// cluster must never import api, echo, ironic, compute or gophercloud:
+// those consume it through interfaces they declare. Its in-process test
+// harness is cluster/clustertest.
+package cluster

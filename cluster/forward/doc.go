@@ -1,0 +1,16 @@
+// Package forward carries a follower's writes and read-index requests to
+// the raft leader over the peers' HTTP API, and owns both ends of it: the
+// Client a follower calls, the Handler the leader serves under
+// /v1/internal/, and the wire format of their answers, in which an error
+// keeps its kind (not found, conflict, fenced, invalid, not leader, no
+// leader) so that errors.Is works on the follower as it did on the leader.
+//
+// Deciding whether to apply a command here or forward it is the cluster
+// package's job (cluster.Node.Propose); authenticating the internal
+// endpoints is the job of the server that mounts the Handler.
+//
+// forward imports only fsm (for its error sentinels) and the standard
+// library. It must never import cluster, api, ironic or compute, nor echo:
+// the cluster package imports it, and the API mounts its Handler as a
+// plain http.Handler.
+package forward

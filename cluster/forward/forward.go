@@ -1,0 +1,269 @@
+package forward
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Paths of the internal endpoints every peer's API serves.
+const (
+	PathPrefix    = "/v1/internal/"
+	ApplyPath     = PathPrefix + "apply"
+	ReadIndexPath = PathPrefix + "read-index"
+)
+
+// Errors of the forwarding protocol. A follower retries on ErrNoLeader,
+// ErrNotLeader and ErrNotDelivered: in each the request was certainly not
+// applied. The cluster package re-exports the first two as its own.
+var (
+	// ErrNoLeader means no leader is known right now (an election is
+	// running, or this peer cannot reach a majority).
+	ErrNoLeader = errors.New("no raft leader is known: an election may be in progress, or this peer cannot reach a majority of peers (check `corral members` and `corral raft status`)")
+	// ErrNotLeader is returned by leader-only operations on a follower.
+	ErrNotLeader = errors.New("this peer is not the raft leader")
+	// ErrNotDelivered marks a forwarding failure where the request never
+	// reached the leader, so retrying cannot apply a write twice.
+	ErrNotDelivered = errors.New("request not delivered to the leader")
+	// ErrUnavailable marks a leader that cannot take a request right now
+	// (it is shutting down, or its raft queue is full). It crosses the wire
+	// as "no leader", so that the follower retries; see Unavailable.
+	ErrUnavailable = errors.New("the leader cannot take requests right now")
+)
+
+// Unavailable returns an error with message msg that is ErrUnavailable
+// for errors.Is. The cluster package declares its "shutting down" and
+// "not ready" sentinels with it.
+func Unavailable(msg string) error { return &unavailable{msg: msg} }
+
+type unavailable struct{ msg string }
+
+func (e *unavailable) Error() string { return e.msg }
+func (e *unavailable) Unwrap() error { return ErrUnavailable }
+
+// Response is the JSON body of both internal endpoints.
+type Response struct {
+	Index uint64     `json:"index"`
+	Error *WireError `json:"error,omitempty"`
+}
+
+// WireError is an error as it crosses from leader to follower.
+type WireError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// Error kinds on the wire. Their strings are part of the protocol between
+// peers of different versions: never change one, only add.
+const (
+	kindNotFound  = "not_found"
+	kindConflict  = "conflict"
+	kindFenced    = "fenced"
+	kindInvalid   = "invalid"
+	kindNotLeader = "not_leader"
+	kindNoLeader  = "no_leader"
+	kindInternal  = "internal"
+)
+
+// kinds maps each kind to its sentinel, most specific first (a fenced
+// error is also a conflict).
+var kinds = []struct {
+	kind   string
+	err    error
+	status int
+}{
+	{kindNotFound, fsm.ErrNotFound, http.StatusNotFound},
+	{kindFenced, fsm.ErrFenced, http.StatusConflict},
+	{kindConflict, fsm.ErrConflict, http.StatusConflict},
+	{kindInvalid, fsm.ErrInvalid, http.StatusBadRequest},
+	{kindNotLeader, ErrNotLeader, http.StatusServiceUnavailable},
+	{kindNoLeader, ErrNoLeader, http.StatusServiceUnavailable},
+	{kindNoLeader, ErrUnavailable, http.StatusServiceUnavailable},
+}
+
+// toWire classifies err for the wire and picks the status the handler
+// answers with.
+func toWire(err error) (*WireError, int) {
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return &WireError{Kind: k.kind, Message: err.Error()}, k.status
+		}
+	}
+	return &WireError{Kind: kindInternal, Message: err.Error()}, http.StatusInternalServerError
+}
+
+// fromWire rebuilds a leader's error on the follower: business errors keep
+// the leader's message and their sentinel; leadership errors become the
+// bare sentinels this peer retries on.
+func fromWire(we *WireError, leader string, status int) error {
+	switch we.Kind {
+	case kindNotLeader:
+		return ErrNotLeader
+	case kindNoLeader:
+		return ErrNoLeader
+	}
+	for _, k := range kinds {
+		if k.kind == we.Kind {
+			return &wireError{base: k.err, msg: we.Message}
+		}
+	}
+	return fmt.Errorf("leader at %s answered %d: %s", leader, status, we.Message)
+}
+
+// wireError keeps the leader's message verbatim and the sentinel for errors.Is.
+type wireError struct {
+	base error
+	msg  string
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.base }
+
+// WriteError answers a forwarded request with err in the wire format. The
+// server that mounts the Handler uses it for the errors it raises itself
+// (authentication), with its own status.
+func WriteError(w http.ResponseWriter, status int, err error) {
+	we, _ := toWire(err)
+	writeJSON(w, status, Response{Error: we})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body Response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// Leader is what the Handler needs from the peer it runs on.
+type Leader interface {
+	// ApplyForwarded applies an encoded fsm command and returns its index.
+	ApplyForwarded(ctx context.Context, data []byte) (uint64, error)
+	// ReadIndex returns an index covering every acknowledged write; with
+	// verify, leadership is confirmed by a quorum first.
+	ReadIndex(ctx context.Context, verify bool) (uint64, error)
+}
+
+// maxCommand bounds a forwarded command's size.
+const maxCommand = 8 << 20
+
+// Handler is the leader's end: it serves ApplyPath and ReadIndexPath.
+type Handler struct{ l Leader }
+
+// NewHandler returns the handler of the internal endpoints for l.
+func NewHandler(l Leader) *Handler { return &Handler{l: l} }
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var idx uint64
+	var err error
+	switch {
+	case r.URL.Path == ApplyPath && r.Method == http.MethodPost:
+		var data []byte
+		data, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommand))
+		if err != nil {
+			err = fmt.Errorf("%w: read forwarded command: %v", fsm.ErrInvalid, err)
+			break
+		}
+		idx, err = h.l.ApplyForwarded(r.Context(), data)
+	case r.URL.Path == ReadIndexPath && r.Method == http.MethodGet:
+		verify, _ := strconv.ParseBool(r.URL.Query().Get("verify"))
+		idx, err = h.l.ReadIndex(r.Context(), verify)
+	default:
+		WriteError(w, http.StatusNotFound, fmt.Errorf("%w: no internal endpoint %s %s", fsm.ErrNotFound, r.Method, r.URL.Path))
+		return
+	}
+	if err != nil {
+		we, status := toWire(err)
+		writeJSON(w, status, Response{Error: we})
+		return
+	}
+	writeJSON(w, http.StatusOK, Response{Index: idx})
+}
+
+// Client is the follower's end: it speaks HTTP to the leader's API over
+// kept-alive connections, authenticating with the peers' token.
+type Client struct {
+	token string
+	hc    *http.Client
+}
+
+// NewClient returns a client authenticating with token.
+func NewClient(token string) *Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        32,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Client{token: token, hc: &http.Client{Transport: tr}}
+}
+
+// Apply sends an encoded command to the leader whose API listens at
+// leaderAPI (host:port) and returns the index it was committed at.
+func (c *Client) Apply(ctx context.Context, leaderAPI string, data []byte) (uint64, error) {
+	return c.do(ctx, http.MethodPost, leaderAPI, ApplyPath, data)
+}
+
+// ReadIndex asks the leader at leaderAPI for a read index.
+func (c *Client) ReadIndex(ctx context.Context, leaderAPI string, verify bool) (uint64, error) {
+	return c.do(ctx, http.MethodGet, leaderAPI, ReadIndexPath+"?verify="+strconv.FormatBool(verify), nil)
+}
+
+func (c *Client) do(ctx context.Context, method, leader, path string, body []byte) (uint64, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+leader+path, rd)
+	if err != nil {
+		return 0, fmt.Errorf("forward to leader at %s: %w", leader, err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("X-Auth-Token", c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if notDelivered(err) {
+			return 0, fmt.Errorf("%w: %v", ErrNotDelivered, err)
+		}
+		return 0, fmt.Errorf("forward to leader at %s: %w", leader, err)
+	}
+	defer func() {
+		// Drain what is left so that the connection is reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, fmt.Errorf("read the answer of the leader at %s: %w", leader, err)
+	}
+	var fr Response
+	if err := json.Unmarshal(raw, &fr); err != nil {
+		return 0, fmt.Errorf("leader at %s answered %d with an unreadable body: %.200s", leader, resp.StatusCode, raw)
+	}
+	if fr.Error != nil {
+		return 0, fromWire(fr.Error, leader, resp.StatusCode)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("leader at %s answered %d without an error", leader, resp.StatusCode)
+	}
+	return fr.Index, nil
+}
+
+// notDelivered reports whether a transport error happened before the
+// request could reach the leader: the connection was never made.
+func notDelivered(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}

@@ -1,0 +1,101 @@
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/corral-dev/corral/compute"
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic"
+)
+
+// Delete undeploys the server's node, makes sure Ironic holds nothing for
+// it any more and releases the reservation; the manager then commits
+// DELETED.
+func (d *Driver) Delete(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	if s.NodeUUID == "" {
+		return d.dropStrayClaims(ctx, h, s)
+	}
+	if err := d.undeploy(ctx, h, s); err != nil {
+		return err
+	}
+	if _, err := h.Reread(s, false); err != nil {
+		return err
+	}
+	return h.Commit(ctx, &fsm.ReleaseNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: s.NodeUUID})
+}
+
+func (d *Driver) undeploy(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	n, err := d.ir.GetNode(ctx, s.NodeUUID)
+	if errors.Is(err, ironic.ErrNotFound) {
+		d.log.Warn("the server's Ironic node no longer exists", "server", s.ID, "node", s.NodeUUID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if holds(n, s) {
+		for _, vif := range s.VIFs() {
+			if err := d.fence(ctx, h, s, "detaching VIF "+vif); err != nil {
+				return err
+			}
+			if err := d.ir.DetachVIF(ctx, n.UUID, vif); err != nil && !errors.Is(err, ironic.ErrNotFound) {
+				return err
+			}
+		}
+		switch n.ProvisionState {
+		case "available", "manageable", "enroll":
+		default:
+			if _, err := h.Reread(s, false); err != nil {
+				return err
+			}
+			if n.ProvisionState != "deleting" && n.ProvisionState != "cleaning" && n.ProvisionState != "clean wait" {
+				if err := d.fence(ctx, h, s, "undeploying"); err != nil {
+					return err
+				}
+				if err := d.ir.Undeploy(ctx, n.UUID); err != nil {
+					return err
+				}
+			}
+			wctx, cancel := context.WithTimeout(ctx, d.cfg.DeployTimeout)
+			_, err := d.ir.WaitProvisionState(wctx, n.UUID, "available")
+			cancel()
+			if err != nil {
+				return err
+			}
+			// The wait may have outlived our ownership, and a host that was
+			// frozen or cut off meanwhile cannot tell from its own replica:
+			// commit the intent again, at our epoch, before the next side effect.
+			if err := h.SetTask(ctx, s, "", fsm.TaskDeleting, nil); err != nil {
+				return err
+			}
+		}
+	}
+	// Undeploying removes the allocation and instance_uuid; make sure,
+	// since a never-deployed node keeps them.
+	if s.AllocationUUID != "" {
+		if err := d.ir.DeleteAllocation(ctx, s.AllocationUUID); err != nil {
+			return err
+		}
+	}
+	if err := d.ir.ReleaseNode(ctx, n.UUID, s.ID); err != nil && !errors.Is(err, ironic.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// dropStrayClaims removes what an interrupted reservation may have left in
+// Ironic for a server that holds no node in the log.
+func (d *Driver) dropStrayClaims(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	if d.mode == ReserveAllocations {
+		return d.ir.DeleteAllocation(ctx, s.ID)
+	}
+	for _, n := range h.Store().Nodes() {
+		if n.InstanceUUID == s.ID {
+			if err := d.ir.ReleaseNode(ctx, n.UUID, s.ID); err != nil && !errors.Is(err, ironic.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}

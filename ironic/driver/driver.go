@@ -1,0 +1,100 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic"
+)
+
+// Ironic is what the driver needs from Ironic; *ironic.Client implements it.
+type Ironic interface {
+	SupportsAllocations() bool
+	ListNodes(ctx context.Context) ([]ironic.Node, error)
+	GetNode(ctx context.Context, id string) (ironic.Node, error)
+	CreateAllocation(ctx context.Context, r ironic.AllocationRequest) (ironic.Allocation, error)
+	WaitAllocation(ctx context.Context, id string) (ironic.Allocation, error)
+	DeleteAllocation(ctx context.Context, id string) error
+	ReserveNode(ctx context.Context, nodeID, instanceUUID string) error
+	ReleaseNode(ctx context.Context, nodeID, instanceUUID string) error
+	Deploy(ctx context.Context, nodeID string, spec ironic.DeploySpec) error
+	Undeploy(ctx context.Context, nodeID string) error
+	WaitProvisionState(ctx context.Context, nodeID, want string) (ironic.Node, error)
+	AttachVIF(ctx context.Context, nodeID, vifID string) error
+	DetachVIF(ctx context.Context, nodeID, vifID string) error
+}
+
+var _ Ironic = (*ironic.Client)(nil)
+
+// Reservation modes ([ironic] reservation).
+const (
+	ReserveAuto         = "auto"          // allocations when Ironic has them (>= 1.52), else instance_uuid
+	ReserveAllocations  = "allocations"   // Ironic's allocation API
+	ReserveInstanceUUID = "instance_uuid" // deprecated: PATCH the node's instance_uuid
+)
+
+// Config configures the Ironic virt driver.
+type Config struct {
+	Reservation   string        // auto, allocations or instance_uuid
+	DeployTimeout time.Duration // default 30 min
+	Logger        *slog.Logger
+}
+
+// Driver is the Ironic virt driver (a compute.Virt): it builds a server
+// by reserving a matching node (an allocation named after the server, or
+// the node's instance_uuid), committing the reservation, and deploying;
+// it deletes by undeploying and releasing. Every step reads what Ironic
+// already has, so a retry or a new owner resumes instead of redoing.
+type Driver struct {
+	cfg  Config
+	ir   Ironic
+	log  *slog.Logger
+	mode string
+}
+
+// New returns the Ironic virt driver.
+func New(cfg Config, ir Ironic) (*Driver, error) {
+	if cfg.DeployTimeout <= 0 {
+		cfg.DeployTimeout = 30 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	mode, err := resolveMode(cfg.Reservation, ir.SupportsAllocations())
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, ir: ir, log: cfg.Logger.With("component", "ironic-driver"), mode: mode}
+	if mode == ReserveInstanceUUID {
+		d.log.Warn("reserving Ironic nodes by instance_uuid is deprecated: use an Ironic with the allocation API (microversion 1.52+) and [ironic] reservation = auto",
+			"configured", cfg.Reservation)
+	}
+	return d, nil
+}
+
+// Kind implements compute.Virt.
+func (d *Driver) Kind() string { return fsm.KindIronic }
+
+func resolveMode(want string, haveAllocations bool) (string, error) {
+	switch want {
+	case "", ReserveAuto:
+		if haveAllocations {
+			return ReserveAllocations, nil
+		}
+		return ReserveInstanceUUID, nil
+	case ReserveAllocations:
+		if !haveAllocations {
+			return "", fmt.Errorf("%w: [ironic] reservation = allocations needs microversion 1.52: use auto or instance_uuid", ironic.ErrUnsupported)
+		}
+		return ReserveAllocations, nil
+	case ReserveInstanceUUID:
+		return ReserveInstanceUUID, nil
+	}
+	return "", fmt.Errorf("[ironic] reservation %q is unknown: use auto, allocations or instance_uuid", want)
+}
+
+// Mode returns the reservation mode in use.
+func (d *Driver) Mode() string { return d.mode }
