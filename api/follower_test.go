@@ -123,8 +123,11 @@ func TestWritesThroughFollowerAPI(t *testing.T) {
 func TestDeleteThroughLaggingFollowerIsDecidedByTheLeader(t *testing.T) {
 	t.Parallel()
 	// p3 keeps believing in its leader while its raft is cut; the others
-	// elect among themselves.
+	// elect among themselves, with timeouts long enough that a loaded
+	// machine does not depose the leader while p3 is cut (the two of them
+	// are then the whole majority).
 	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) {
+		c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout = time.Second, time.Second, time.Second
 		if c.Name == "p3" {
 			c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout = time.Minute, time.Minute
 		}

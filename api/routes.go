@@ -30,6 +30,7 @@ func (s *Server) routeTable() []route {
 	metrics := echo.WrapHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	internal := echo.WrapHandler(forward.NewHandler(s.c))
 	const nova, pl = novaPrefix, placementPrefix
+	bm := BaremetalProxy{Source: s.cfg.BaremetalNodes}
 	refuse := func(echo.Context) error { return echo.NewHTTPError(http.StatusForbidden, errCorralOwned.Error()) }
 	return []route{
 		// Health, readiness and metrics (cluster.go, metrics.go).
@@ -100,6 +101,13 @@ func (s *Server) routeTable() []route {
 
 		// Upgrade from Nova's baremetal driver (adopt.go).
 		{post, AdoptServerPath, s.adoptServer, RoleAdmin},
+
+		// Nova's baremetal extension, a read-only proxy to Ironic (baremetal_nodes.go).
+		{get, nova + "/os-baremetal-nodes", bm.List, RoleAdmin},
+		{get, nova + "/os-baremetal-nodes/:id", bm.Show, RoleAdmin},
+		{post, nova + "/os-baremetal-nodes", bm.NotSupported, RoleAdmin},
+		{del, nova + "/os-baremetal-nodes/:id", bm.NotSupported, RoleAdmin},
+		{post, nova + "/os-baremetal-nodes/:id/action", bm.NotSupported, RoleAdmin},
 	}
 }
 

@@ -53,6 +53,8 @@ type Config struct {
 	OnLeave func()
 	// WriteTimeout bounds a write's proposal (default 10 s).
 	WriteTimeout time.Duration
+	// BaremetalNodes is the Ironic of the os-baremetal-nodes proxy (nil: 404).
+	BaremetalNodes BaremetalNodes
 }
 
 // Server is corral's HTTP API.

@@ -90,6 +90,9 @@ type Config struct {
 	// FreezeFraction: when more than this share of the up hosts is lost at
 	// once, the leader freezes failover instead of reassigning.
 	FreezeFraction float64
+	// DeletedRetention is how long deleted servers stay visible before the
+	// leader purges them (0: DefaultDeletedRetention; negative: never).
+	DeletedRetention time.Duration
 
 	// PeerToken authenticates forwarded requests between peers.
 	PeerToken string
@@ -160,6 +163,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Gossip.PushPullInterval == 0 {
 		c.Gossip.PushPullInterval = g.PushPullInterval
+	}
+	if c.DeletedRetention == 0 {
+		c.DeletedRetention = DefaultDeletedRetention
 	}
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = 500 * time.Millisecond

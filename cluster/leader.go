@@ -69,6 +69,7 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	// judged on another leader's clock.
 	fo := newFailover(time.Now())
 	n.log.Info("leader ready", "term", term)
+	go n.purgeLoop(ctx)
 	tick := time.NewTicker(n.cfg.ReconcileInterval)
 	defer tick.Stop()
 	for {

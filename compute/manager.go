@@ -43,6 +43,13 @@ type Virt interface {
 // ErrStop ends a worker quietly: the server needs nothing more from us.
 var ErrStop = errors.New("nothing to do")
 
+// Runner is implemented by a virt driver with work of its own to run
+// while the manager runs (a watcher of the backend's long operations).
+// The manager calls Run once, with its own context.
+type Runner interface {
+	Run(ctx context.Context)
+}
+
 // PermanentError ends a build in ERROR with its message as the fault.
 type PermanentError struct{ Msg string }
 
@@ -71,9 +78,19 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*worker
-	seen    map[string]uint64 // server → the owner epoch last seen
+	seen    map[string]uint64    // server → the owner epoch last seen
+	parked  map[string]parking   // servers waiting for the backend, holding no worker
+	started map[string]buildMark // server → when this host began building it
 	sem     chan struct{}
+	kick    chan struct{} // wakes Run for a scan before the next log entry
 	wg      sync.WaitGroup
+}
+
+// buildMark is when a host began building a server at one owner epoch;
+// it survives the server's parks so timeouts and metrics span the build.
+type buildMark struct {
+	epoch uint64
+	at    time.Time
 }
 
 type worker struct {
@@ -93,7 +110,8 @@ func New(cfg Config, c Cluster, virt Virt) (*Manager, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Manager{cfg: cfg, c: c, virt: virt, running: map[string]*worker{}, seen: map[string]uint64{},
-		sem: make(chan struct{}, cfg.Workers),
+		parked: map[string]parking{}, started: map[string]buildMark{},
+		sem: make(chan struct{}, cfg.Workers), kick: make(chan struct{}, 1),
 		log: cfg.Logger.With("component", "compute", "host", c.Name(), "virt", virt.Kind())}
 	var err error
 	if m.m, err = newMetrics(cfg.Registerer); err != nil {
@@ -105,10 +123,24 @@ func New(cfg Config, c Cluster, virt Virt) (*Manager, error) {
 // Run watches the state and drives owned servers until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
 	store := m.c.Store()
+	if r, ok := m.virt.(Runner); ok {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			r.Run(ctx)
+		}()
+	}
 	for {
 		idx := store.AppliedIndex()
 		m.scan(ctx)
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		go func() {
+			select {
+			case <-m.kick:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
 		_ = store.WaitApplied(wctx, idx+1)
 		cancel()
 		if ctx.Err() != nil {
@@ -137,6 +169,22 @@ func (m *Manager) scan(ctx context.Context) {
 			delete(m.running, id)
 		}
 	}
+	for id, p := range m.parked {
+		s, err := store.Server(id)
+		if err != nil || s.Host != m.c.Name() || s.Epoch != p.epoch || !needsWork(s) {
+			delete(m.parked, id)
+			delete(m.started, id)
+		} else if (s.TaskState == fsm.TaskDeleting) != p.deleting {
+			// A delete requested while the backend builds: a worker
+			// takes the server over now, the build's wait is dropped.
+			delete(m.parked, id)
+		}
+	}
+	for id, b := range m.started {
+		if s, err := store.Server(id); err != nil || s.Host != m.c.Name() || s.Epoch != b.epoch || s.Status != fsm.StatusBuild {
+			delete(m.started, id)
+		}
+	}
 	m.mu.Unlock()
 	for _, s := range store.OwnedBy(m.c.Name()) {
 		m.noteOwnership(s)
@@ -144,7 +192,11 @@ func (m *Manager) scan(ctx context.Context) {
 			continue
 		}
 		m.mu.Lock()
-		if _, busy := m.running[s.ID]; !busy {
+		_, busy := m.running[s.ID]
+		if p, ok := m.parked[s.ID]; ok && p.epoch == s.Epoch {
+			busy = true
+		}
+		if !busy {
 			wctx, cancel := context.WithCancel(ctx)
 			w := &worker{epoch: s.Epoch, cancel: cancel}
 			m.running[s.ID] = w
@@ -174,6 +226,7 @@ func (m *Manager) noteOwnership(s fsm.Server) {
 // delete requested during a build takes over, and a lost server stops it.
 func (m *Manager) work(ctx context.Context, id string, w *worker) {
 	defer m.wg.Done()
+	awaiting := false
 	defer func() {
 		w.cancel()
 		m.mu.Lock()
@@ -181,6 +234,11 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 			delete(m.running, id)
 		}
 		m.mu.Unlock()
+		if awaiting {
+			// The backend may have finished before this worker let go:
+			// a scan then finds the server unparked and not running.
+			m.poke()
+		}
 	}()
 	select {
 	case m.sem <- struct{}{}:
@@ -189,7 +247,7 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 	}
 	defer func() { <-m.sem }()
 	h := &Handle{m: m}
-	start := time.Now()
+	start := m.buildStart(id, w.epoch)
 	backoff := 500 * time.Millisecond
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		s, err := m.c.Store().Server(id)
@@ -204,6 +262,9 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 		var pe *PermanentError
 		switch {
 		case err == nil, errors.Is(err, ErrStop):
+			return
+		case errors.Is(err, ErrAwaiting):
+			awaiting = true
 			return
 		case ctx.Err() != nil:
 			return // cancelled: the server moved or the host stops
@@ -242,6 +303,9 @@ func (m *Manager) build(ctx context.Context, h *Handle, s fsm.Server, start time
 	}
 	m.m.builds.WithLabelValues("active").Inc()
 	m.m.buildTime.Observe(time.Since(start).Seconds())
+	m.mu.Lock()
+	delete(m.started, s.ID)
+	m.mu.Unlock()
 	m.log.Info("server active", "server", s.ID, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -8,6 +8,7 @@ type metrics struct {
 	deletes   prometheus.Counter
 	fenced    prometheus.Counter
 	takeover  prometheus.Histogram
+	awaitTime prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,11 +30,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "corral_takeover_seconds", Help: "From a reassignment plan committed to the new owner acting on the server.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
+		awaitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "corral_server_await_seconds", Help: "Time a server waited for its backend (a deploy or undeploy in Ironic) without holding a worker.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.builds, m.buildTime, m.deletes, m.fenced, m.takeover} {
+	for _, c := range []prometheus.Collector{m.builds, m.buildTime, m.deletes, m.fenced, m.takeover, m.awaitTime} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

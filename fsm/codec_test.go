@@ -81,7 +81,7 @@ func TestIsIgnorableAndString(t *testing.T) {
 	want := []CommandType{CmdRegisterHost, CmdSetHostStatus, CmdCreateFlavor, CmdDeleteFlavor,
 		CmdSetFlavorExtraSpecs, CmdDeleteFlavorExtraSpec, CmdNoop, CmdCreateServer, CmdSetServerTask,
 		CmdReserveNode, CmdReleaseNode, CmdDeleteServer, CmdSyncNodes, CmdSetHostDrain, CmdReassignServers,
-		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer}
+		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

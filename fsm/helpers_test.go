@@ -83,6 +83,7 @@ func sampleCommands() []Command {
 			ImageRef: "img-1", NodeUUID: "n1", AllocationUUID: "10000000-0000-4000-9000-000000000001", Host: "node-1"},
 		&ReassignServers{Meta: m, From: "node-1", Reason: ReasonHostDown,
 			Moves: []Move{{ServerID: "s1", FromHost: "node-1", FromEpoch: 1, ToHost: "node-2"}}},
+		&PurgeServers{Meta: m, Before: t0, IDs: []string{"s1", "s2"}},
 	}
 }
 

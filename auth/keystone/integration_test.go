@@ -11,8 +11,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // realKeystone describes the Keystone of scripts/openstack-up.sh (load its openstack.env), or any
@@ -157,6 +160,32 @@ func TestRealKeystone(t *testing.T) {
 			t.Fatal("a revoked token was still accepted 30 s after the cache time")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Concurrent first uses of one token: one request to Keystone (shared, then cached).
+	reg := prometheus.NewRegistry()
+	mv, err := New(rk.service, reg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok3 := rk.issueToken(t, rk.subject)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			_, err := mv.Validate(ctx, tok3)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent validation: %v", err)
+		}
+	}
+	if n := counter(t, reg, "corral_keystone_requests_total", "call", "validate"); n != 1 {
+		t.Fatalf("%v validation requests for 20 concurrent uses of one token, want 1", n)
 	}
 
 	wrong := rk.service

@@ -54,15 +54,15 @@ type Harness struct {
 
 // Timings of harness peers: short, so that elections and failure
 // detection take a fraction of a second, yet with a leader lease as long
-// as the heartbeat timeout, so that a leader on a loaded machine (-race)
-// does not step down between two heartbeats.
+// as the heartbeat timeout, so that a leader on a loaded machine (-race,
+// parallel tests) does not step down between two heartbeats.
 var (
 	raftTimings = cluster.RaftTimings{
-		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
-		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 300 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 	}
 	gossipTimings = cluster.GossipTimings{
-		ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond,
+		ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond,
 		GossipInterval: 50 * time.Millisecond, PushPullInterval: time.Second,
 	}
 )

@@ -68,6 +68,16 @@ func TestCutRaftKeepsGossip(t *testing.T) {
 	leader := h.Leader(10 * time.Second)
 	cut := h.Followers(leader)[0]
 	waitStatus(t, []*clustertest.Peer{leader}, cut.Name, cluster.MemberAlive)
+	// Only a voter campaigns when it loses its leader.
+	clustertest.Eventually(t, 10*time.Second, func() error {
+		st := cut.Node.RaftStatus()
+		for _, v := range st.Voters {
+			if v == cut.Name && st.Leader != "" && st.Leader != cut.Name {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is not yet a voter following a leader: %+v", cut.Name, st)
+	})
 	h.CutRaft(cut.Name)
 	clustertest.Eventually(t, 10*time.Second, func() error {
 		if st := cut.Node.RaftStatus(); st.State != "candidate" {

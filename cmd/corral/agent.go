@@ -97,7 +97,12 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		tokens[t] = api.RoleAdmin
 	}
 	tokens[cfg.peerToken()] = api.RoleAdmin
-	srv, err := api.New(api.Config{Tokens: tokens, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit}, node)
+	bmSource := &baremetalSource{}
+	apiCfg := api.Config{Tokens: tokens, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit}
+	if cfg.Ironic.URL != "" {
+		apiCfg.BaremetalNodes = bmSource
+	}
+	srv, err := api.New(apiCfg, node)
 	if err != nil {
 		_ = node.Shutdown()
 		_ = ln.Close()
@@ -121,7 +126,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger)
+			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger, bmSource)
 		}()
 	} else if !hypervisor {
 		logger.Warn("no [ironic] url: this host will not build servers")

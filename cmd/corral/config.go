@@ -52,6 +52,9 @@ type agentConfig struct {
 	// LegacyInventory is [workarounds]
 	// report_ironic_standard_resource_class_inventory.
 	LegacyInventory bool
+	// DeletedRetention is how long deleted servers stay visible before
+	// the leader purges them (negative: never).
+	DeletedRetention time.Duration
 }
 
 // hypervisorConfig is the [hypervisor] section (hosts of kind hypervisor).
@@ -76,6 +79,8 @@ type ironicConfig struct {
 	DeployTimeout  time.Duration
 	Workers        int
 	MaxVersion     string
+	// DeployWait is how deploys in flight are waited for: watch or poll.
+	DeployWait string
 	// OrphanGrace is how long the leader must see a node deployed with no
 	// reservation before it undeploys it (0: twice SyncInterval; negative: never).
 	OrphanGrace time.Duration
@@ -88,8 +93,9 @@ func defaultAgentConfig() agentConfig {
 		Bind: "127.0.0.1", HTTPPort: defaultHTTPPort, RaftPort: defaultRaftPort, GossipPort: defaultGossipPort,
 		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
 		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, RequestTimeout: 30 * time.Second,
-			DeployTimeout: 30 * time.Minute, Workers: 8, MaxVersion: "1.82"},
-		Failover: failoverConfig{DownGrace: 1500 * time.Millisecond, UpGrace: time.Second, FreezeFraction: 0.5},
+			DeployTimeout: 30 * time.Minute, Workers: 8, MaxVersion: "1.82", DeployWait: "watch"},
+		DeletedRetention: cluster.DefaultDeletedRetention,
+		Failover:         failoverConfig{DownGrace: 1500 * time.Millisecond, UpGrace: time.Second, FreezeFraction: 0.5},
 		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,
 			RAMAllocationRatio: 1.5, DiskAllocationRatio: 1},
 	}
@@ -133,6 +139,23 @@ func uinteger(p func(c *agentConfig) *uint64) func(*agentConfig, string) error {
 }
 
 // orphanGrace sets [ironic] orphan_grace: a positive duration, or off.
+func deletedRetention(c *agentConfig, v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		c.DeletedRetention = -1
+		return nil
+	}
+	return duration(func(c *agentConfig) *time.Duration { return &c.DeletedRetention })(c, v)
+}
+
+func deployWait(c *agentConfig, v string) error {
+	switch v = strings.TrimSpace(v); v {
+	case "watch", "poll":
+		c.Ironic.DeployWait = v
+		return nil
+	}
+	return fmt.Errorf("%q is not watch (one watcher per host, the default) or poll (a worker per deploy)", v)
+}
+
 func orphanGrace(c *agentConfig, v string) error {
 	if strings.EqualFold(strings.TrimSpace(v), "off") {
 		c.Ironic.OrphanGrace = -1
@@ -205,6 +228,7 @@ var options = []option{
 	{section: "DEFAULT", key: "data_dir", flag: "data-dir", usage: "directory for the raft log and snapshots", set: str(func(c *agentConfig) *string { return &c.DataDir })},
 	{section: "DEFAULT", key: "host_kind", flag: "kind", usage: "host kind: ironic or hypervisor", set: str(func(c *agentConfig) *string { return &c.Kind })},
 	{section: "DEFAULT", key: "log_level", flag: "log-level", usage: "debug, info, warn or error", set: str(func(c *agentConfig) *string { return &c.LogLevel })},
+	{section: "DEFAULT", key: "deleted_retention", usage: "how long deleted servers stay visible (?deleted=true) before the leader purges them; off: never", set: deletedRetention},
 	{section: "DEFAULT", key: "log_format", flag: "log-format", usage: "text or json", set: str(func(c *agentConfig) *string { return &c.LogFormat })},
 	{section: "DEFAULT", key: "bind", flag: "bind", usage: "IP address for the API, raft and gossip", set: str(func(c *agentConfig) *string { return &c.Bind })},
 	{section: "DEFAULT", key: "leave_on_terminate", flag: "leave-on-terminate", boolean: true, usage: "leave raft and gossip cleanly on SIGTERM/SIGINT", set: boolean(func(c *agentConfig) *bool { return &c.LeaveOnTerminate })},
@@ -236,6 +260,7 @@ var options = []option{
 	{section: "ironic", key: "deploy_timeout", usage: "how long a deploy or undeploy may take", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.DeployTimeout })},
 	{section: "ironic", key: "workers", usage: "servers this host builds or deletes at once", set: integer(func(c *agentConfig) *int { return &c.Ironic.Workers }, 1, 1000)},
 	{section: "ironic", key: "orphan_grace", usage: "how long the leader must see a node deployed with no allocation and no instance_uuid before it undeploys it (default twice sync_interval; off: never)", set: orphanGrace},
+	{section: "ironic", key: "deploy_wait", usage: "watch: deploys in flight hold no worker, one watcher per host lists them; poll: a worker polls each deploy", set: deployWait},
 	{section: "ironic", key: "max_version", usage: "highest Ironic microversion to use", set: str(func(c *agentConfig) *string { return &c.Ironic.MaxVersion })},
 	{section: "failover", key: "down_grace", usage: "how long a host must be dead in gossip before the leader marks it down", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.DownGrace })},
 	{section: "failover", key: "up_grace", usage: "how long a returning host must stay alive before it is up again", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.UpGrace })},
@@ -474,6 +499,7 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
 		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
 		DownGrace: c.Failover.DownGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
-		Settings: map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
+		DeletedRetention: c.DeletedRetention,
+		Settings:         map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
 	}
 }

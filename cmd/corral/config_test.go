@@ -331,6 +331,7 @@ data_dir = /srv/corral
 host_kind = hypervisor
 log_level = warn
 log_format = json
+deleted_retention = 12h
 bind = 10.1.2.3
 leave_on_terminate = true
 
@@ -372,6 +373,7 @@ request_timeout = 20s
 deploy_timeout = 45m
 workers = 16
 max_version = 1.80
+deploy_wait = poll
 orphan_grace = 1m
 
 [failover]
@@ -422,8 +424,9 @@ func TestConfigFullExample(t *testing.T) {
 		PeerToken:    "peer-secret-00001",
 		Ironic: ironicConfig{URL: "http://10.1.2.10:6385", Reservation: "allocations", SyncInterval: 10 * time.Second,
 			RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80",
-			OrphanGrace: time.Minute},
-		Failover: failoverConfig{DownGrace: 3 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
+			OrphanGrace: time.Minute, DeployWait: "poll"},
+		DeletedRetention: 12 * time.Hour,
+		Failover:         failoverConfig{DownGrace: 3 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
 		Hypervisor: hypervisorConfig{VCPUs: 32, MemoryMB: 131072, DiskGB: 900, CPUAllocationRatio: 8,
 			RAMAllocationRatio: 1.2, DiskAllocationRatio: 1.1},
 		LegacyInventory: true,

@@ -16,15 +16,17 @@ import (
 
 // runIronic connects to Ironic (retrying until it answers) and then runs
 // this host's driver and the leader's node sync until ctx ends.
-func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
+func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger, bm *baremetalSource) {
 	log := logger.With("component", "ironic", "url", cfg.URL)
 	var client *ironic.Client
 	backoff := 500 * time.Millisecond
 	for {
 		var err error
 		client, err = ironic.New(ctx, ironic.Options{URL: cfg.URL, MaxVersion: cfg.MaxVersion,
-			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg, UserAgent: "corral-host/" + node.Name()})
+			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg, UserAgent: "corral-host/" + node.Name(),
+			HTTPClient: baremetalHTTPClient()})
 		if err == nil {
+			bm.set(client)
 			break
 		}
 		log.Warn("Ironic is not reachable yet; retrying", "in", backoff, "err", err)
@@ -37,7 +39,7 @@ func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.
 			backoff *= 2
 		}
 	}
-	virt, err := driver.New(driver.Config{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Logger: logger}, client)
+	virt, err := driver.New(driver.Config{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Wait: cfg.DeployWait, Logger: logger}, client)
 	if err != nil {
 		log.Error("cannot start the Ironic driver: servers of this host will not be built", "err", err)
 		return

@@ -17,6 +17,10 @@ import (
 // commits ACTIVE. Every step first reads what Ironic already has, so a
 // retry or a new owner resumes instead of redoing.
 func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	if r, ok := d.w.take(s); ok {
+		// The watcher saw this deploy end: active (nil) or failed.
+		return r.err
+	}
 	var err error
 	if s.NodeUUID == "" {
 		if err = h.SetTask(ctx, s, "", fsm.TaskReserving, nil); err != nil {
@@ -200,8 +204,13 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 				return err
 			}
 		}
-		if err := d.fence(ctx, h, s, "deploying"); err != nil {
-			return err
+		if len(s.VIFs()) > 0 {
+			// The node was read before the VIFs were attached: read it
+			// again. Without VIFs the read above, with only local checks
+			// since, is the fence.
+			if err := d.fence(ctx, h, s, "deploying"); err != nil {
+				return err
+			}
 		}
 		if err := d.ir.Deploy(ctx, n.UUID, spec); err != nil {
 			if refusedDeploy(err) {
@@ -209,11 +218,15 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 			}
 			return err
 		}
+		n.ProvisionState = ironic.StateDeploying
 	case "deploying", "wait call-back", "deploy wait":
 	case "deploy failed", "error":
 		return compute.Permanent("Deploy of Ironic node %s failed: %s", n.UUID, n.LastError)
 	default:
 		return fmt.Errorf("Ironic node %s is in provision state %q; waiting", n.UUID, n.ProvisionState)
+	}
+	if d.cfg.Wait == WaitWatch {
+		return d.await(h, s, n.UUID, awaitDeployed, n.ProvisionState)
 	}
 	wctx, cancel := context.WithTimeout(ctx, d.cfg.DeployTimeout)
 	defer cancel()

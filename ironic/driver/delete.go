@@ -49,13 +49,25 @@ func (d *Driver) undeploy(ctx context.Context, h *compute.Handle, s fsm.Server) 
 			if _, err := h.Reread(s, false); err != nil {
 				return err
 			}
-			if n.ProvisionState != "deleting" && n.ProvisionState != "cleaning" && n.ProvisionState != "clean wait" {
+			state := n.ProvisionState
+			if d.cfg.Wait == WaitWatch && (state == ironic.StateDeploying || state == ironic.StateWaitCallBack) {
+				// Ironic undeploys only once the deploy ends: wait for that
+				// without a worker, then come back here.
+				return d.await(h, s, n.UUID, awaitSettled, state)
+			}
+			if state != "deleting" && state != "cleaning" && state != "clean wait" {
 				if err := d.fence(ctx, h, s, "undeploying"); err != nil {
 					return err
 				}
 				if err := d.ir.Undeploy(ctx, n.UUID); err != nil {
 					return err
 				}
+				state = ironic.StateDeleting
+			}
+			if d.cfg.Wait == WaitWatch {
+				// The manager commits the delete intent again at our epoch
+				// before the next attempt, which finds the node available.
+				return d.await(h, s, n.UUID, awaitAvailable, state)
 			}
 			wctx, cancel := context.WithTimeout(ctx, d.cfg.DeployTimeout)
 			_, err := d.ir.WaitProvisionState(wctx, n.UUID, "available")

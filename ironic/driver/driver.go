@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
 )
@@ -23,11 +24,16 @@ type Ironic interface {
 	Deploy(ctx context.Context, nodeID string, spec ironic.DeploySpec) error
 	Undeploy(ctx context.Context, nodeID string) error
 	WaitProvisionState(ctx context.Context, nodeID, want string) (ironic.Node, error)
+	ListNodesInState(ctx context.Context, state string) ([]ironic.Node, error)
+	PageSize() int
 	AttachVIF(ctx context.Context, nodeID, vifID string) error
 	DetachVIF(ctx context.Context, nodeID, vifID string) error
 }
 
-var _ Ironic = (*ironic.Client)(nil)
+var (
+	_ Ironic         = (*ironic.Client)(nil)
+	_ compute.Runner = (*Driver)(nil)
+)
 
 // Reservation modes ([ironic] reservation).
 const (
@@ -40,7 +46,14 @@ const (
 type Config struct {
 	Reservation   string        // auto, allocations or instance_uuid
 	DeployTimeout time.Duration // default 30 min
-	Logger        *slog.Logger
+	// Wait is how a deploy or undeploy in flight is waited for: WaitWatch
+	// (default) or WaitPoll.
+	Wait string
+	// MinPoll and MaxPoll bound the watcher's interval between rounds
+	// (defaults 250 ms and 30 s); within them it is a tenth of how long
+	// deploys take.
+	MinPoll, MaxPoll time.Duration
+	Logger           *slog.Logger
 }
 
 // Driver is the Ironic virt driver (a compute.Virt): it builds a server
@@ -53,6 +66,7 @@ type Driver struct {
 	ir   Ironic
 	log  *slog.Logger
 	mode string
+	w    *watcher
 }
 
 // New returns the Ironic virt driver.
@@ -63,11 +77,28 @@ func New(cfg Config, ir Ironic) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	switch cfg.Wait {
+	case "":
+		cfg.Wait = WaitWatch
+	case WaitWatch, WaitPoll:
+	default:
+		return nil, fmt.Errorf("[ironic] deploy_wait %q is unknown: use watch or poll", cfg.Wait)
+	}
+	if cfg.MinPoll <= 0 {
+		cfg.MinPoll = 250 * time.Millisecond
+	}
+	if cfg.MaxPoll <= 0 {
+		cfg.MaxPoll = 30 * time.Second
+	}
+	if cfg.MaxPoll < cfg.MinPoll {
+		cfg.MaxPoll = cfg.MinPoll
+	}
 	mode, err := resolveMode(cfg.Reservation, ir.SupportsAllocations())
 	if err != nil {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, ir: ir, log: cfg.Logger.With("component", "ironic-driver"), mode: mode}
+	d.w = newWatcher(d)
 	if mode == ReserveInstanceUUID {
 		d.log.Warn("reserving Ironic nodes by instance_uuid is deprecated: use an Ironic with the allocation API (microversion 1.52+) and [ironic] reservation = auto",
 			"configured", cfg.Reservation)

@@ -39,6 +39,13 @@ func newWorld(t *testing.T, peers int, reservation string, opts sim.Options) *wo
 // not nil), which may watch or perturb their calls.
 func newWorldWith(t *testing.T, peers int, reservation string, opts sim.Options, wrap func(driver.Ironic) driver.Ironic) *world {
 	t.Helper()
+	return newWorldCfg(t, peers, opts, wrap, driver.Config{Reservation: reservation, DeployTimeout: 20 * time.Second}, compute.Config{})
+}
+
+// newWorldCfg is newWorldWith with the driver's and the manager's
+// configuration given.
+func newWorldCfg(t *testing.T, peers int, opts sim.Options, wrap func(driver.Ironic) driver.Ironic, dcfg driver.Config, ccfg compute.Config) *world {
+	t.Helper()
 	s := sim.New(opts)
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() { ts.Close(); s.Close() })
@@ -62,11 +69,11 @@ func newWorldWith(t *testing.T, peers int, reservation string, opts sim.Options,
 		if wrap != nil {
 			ir = wrap(c)
 		}
-		virt, err := driver.New(driver.Config{Reservation: reservation, DeployTimeout: 20 * time.Second}, ir)
+		virt, err := driver.New(dcfg, ir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := compute.New(compute.Config{}, p.Node, virt)
+		d, err := compute.New(ccfg, p.Node, virt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -150,10 +150,10 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil || p.cmd.Process == nil || closed(p.done) {
-		return fmt.Errorf("%s to %s: %w", sig, p.Name, ErrNotRunning)
+		return fmt.Errorf("%s to %s: %w", sigName(sig), p.Name, ErrNotRunning)
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("%s to %s: %w", sig, p.Name, err)
+		return fmt.Errorf("%s to %s: %w", sigName(sig), p.Name, err)
 	}
 	switch sig {
 	case syscall.SIGSTOP:
@@ -162,6 +162,20 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 		p.paused = false
 	}
 	return nil
+}
+
+func sigName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGSTOP:
+		return "SIGSTOP"
+	case syscall.SIGCONT:
+		return "SIGCONT"
+	}
+	return sig.String()
 }
 
 // Wait waits up to timeout for the process to exit; false on timeout.

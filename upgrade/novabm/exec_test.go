@@ -129,7 +129,9 @@ type world struct {
 	corral *fakeCorral
 }
 
-func newWorld(t *testing.T) world {
+func newWorld(t *testing.T) world { return newWorldB(t) }
+
+func newWorldB(t testing.TB) world {
 	t.Helper()
 	ts := httptest.NewServer(sim.New(sim.Options{}))
 	t.Cleanup(ts.Close)

@@ -73,7 +73,7 @@ func writeWith(ctx context.Context, path string, f func(context.Context, *sqlDB)
 	return f(ctx, db)
 }
 
-func read(t *testing.T, bmURL, novaURL string) (novabm.BareMetal, novabm.Nova, error) {
+func read(t testing.TB, bmURL, novaURL string) (novabm.BareMetal, novabm.Nova, error) {
 	t.Helper()
 	ctx := context.Background()
 	var bm novabm.BareMetal
