@@ -9,10 +9,6 @@ import (
 	"github.com/corral-dev/corral/fsm/sched"
 )
 
-// CmdAdoptServer is the command type of AdoptServer (the next free number
-// after CmdMigrateFlavors; numbers are append-only).
-const CmdAdoptServer CommandType = 18
-
 // AdoptServer commits an instance that is already deployed on an Ironic
 // node (brought over from another deployment, such as Nova's baremetal
 // driver) as a server ACTIVE on that node. The leader chooses the owner

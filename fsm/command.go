@@ -43,7 +43,11 @@ const (
 	CmdReassignServers       CommandType = 15
 	CmdReportInventory       CommandType = 16
 	CmdMigrateFlavors        CommandType = 17
-	// 18..31 reserved.
+	CmdAdoptServer           CommandType = 18
+	CmdPurgeServers          CommandType = 19
+	// 20..27: key pairs, server actions and updates, flavor access.
+	// 28..31: cluster security and recovery.
+	// 32..39: batching and mass provisioning.
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

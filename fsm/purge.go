@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// CmdPurgeServers is the command type of PurgeServers (the next free
-// number after CmdAdoptServer; numbers are append-only).
-const CmdPurgeServers CommandType = 19
-
 // MaxPurgeBatch is the most servers one PurgeServers entry removes, so a
 // purge after a long retention stays a series of small log entries.
 const MaxPurgeBatch = 1000
