@@ -46,6 +46,8 @@ type rule struct {
 	why    string
 	direct []string // path prefixes, direct imports only (standard packages, modules reached through another layer)
 	anyDep []string // path prefixes, transitive (corral-relative when not a domain)
+	// stdOnly: the standard library and nothing else, not even corral.
+	stdOnly bool
 }
 
 var ioStd = []string{"net", "net/http", "net/url", "os", "os/exec", "os/signal", "syscall", "database/sql",
@@ -59,6 +61,10 @@ var rules = []rule{
 	{pkgs: []string{"fsm/..."}, why: "the state machine is pure and deterministic: no I/O, clock sources aside",
 		direct: ioStd,
 		anyDep: []string{"cluster", "api", "ironic", "compute", "client", modules.echo, modules.gophercloud, modules.memberlist, modules.raft, modules.prometheus}},
+	{pkgs: []string{"fsm/sched/..."}, why: "scheduling decisions are pure functions of their inputs",
+		direct: ioStd, stdOnly: true},
+	{pkgs: []string{"upgrade/..."}, why: "the migration reaches Ironic through its client and corral through its API",
+		anyDep: []string{"cluster", "api", "compute", "ironic/driver", "ironic/mirror", modules.raft, modules.memberlist}},
 	{pkgs: []string{"cluster/..."}, why: "the cluster knows nothing of the API or of Ironic",
 		anyDep: []string{"api", "ironic", "compute", modules.echo, modules.gophercloud}},
 	{pkgs: []string{"compute/..."}, why: "the manager drivers share knows no driver and no cluster",
@@ -111,6 +117,9 @@ func TestForbiddenImports(t *testing.T) {
 				}
 			}
 			for _, dep := range p.Deps {
+				if first, _, _ := strings.Cut(dep, "/"); r.stdOnly && strings.Contains(first, ".") {
+					t.Errorf("%s depends on %s: %s", path, dep, r.why)
+				}
 				for _, f := range r.anyDep {
 					if forbidden(f, dep) && !covers(path+"/...", strings.TrimPrefix(dep, mod+"/")) {
 						t.Errorf("%s depends on %s: %s", path, dep, r.why)
