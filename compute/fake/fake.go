@@ -23,12 +23,16 @@ type Record struct {
 	Disk      int
 	Networks  []string
 	SpawnedAt time.Time
+	// Off, Image and Actions follow server actions (actions.go).
+	Off     bool
+	Image   string
+	Actions int
 }
 
 // Driver is the fake VM driver.
 type Driver struct {
-	mu        sync.Mutex
-	vms       map[string]Record
+	mu  sync.Mutex
+	vms map[string]Record
 }
 
 // New returns an empty fake driver.
