@@ -19,6 +19,10 @@ var (
 	ErrBadRequest   = errors.New("bad request")
 	ErrUnauthorized = errors.New("authentication required: send a token in X-Auth-Token or Authorization: Bearer (set CORRAL_TOKEN for the CLI)")
 	ErrForbidden    = errors.New("forbidden")
+	// ErrAuthUnavailable: the token could not be validated because Keystone
+	// did not answer; the client may retry (503, not 401: its credentials
+	// may be fine).
+	ErrAuthUnavailable = errors.New("the identity service (Keystone) cannot validate the token now; retry later")
 )
 
 func badRequest(format string, args ...any) error {
@@ -65,6 +69,8 @@ func classify(err error) (int, string) {
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, ErrAuthUnavailable):
+		return http.StatusServiceUnavailable, "auth_unavailable"
 	case errors.Is(err, fsm.ErrNotFound):
 		return http.StatusNotFound, kindNotFound
 	case errors.Is(err, fsm.ErrConflict):
@@ -125,6 +131,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if code == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "1")
 	}
+	if code == http.StatusUnauthorized && s.cfg.Keystone != nil {
+		c.Response().Header().Set("WWW-Authenticate", s.cfg.Keystone.WWWAuthenticate())
+	}
 	var body any
 	path := c.Request().URL.Path
 	switch {
@@ -134,7 +143,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		switch {
 		case errors.As(err, &pe) && pe.code != "":
 			pcode = pe.code
-		case code == http.StatusForbidden:
+		case code == http.StatusForbidden && !errors.Is(err, ErrForbidden):
 			pcode = "placement.corral_owned"
 		}
 		body = map[string]any{"errors": []map[string]any{{"status": code, "code": pcode,

@@ -175,15 +175,8 @@ func (s *Server) listFlavors(detail bool) echo.HandlerFunc {
 			if f.RAM < minRAM || f.Disk < minDisk {
 				continue
 			}
-			switch public {
-			case "", "true", "1", "yes":
-				if !f.IsPublic {
-					continue
-				}
-			case "false", "0", "no":
-				if f.IsPublic {
-					continue
-				}
+			if !flavorListed(c, f, public) {
+				continue
 			}
 			if limit > 0 && len(out) == limit {
 				more = true
@@ -238,6 +231,9 @@ func (s *Server) getFlavor(c echo.Context) error {
 	f, err := s.c.Store().Flavor(c.Param("id"))
 	if err != nil {
 		return err
+	}
+	if !flavorVisible(c, f) {
+		return flavorNotFound(f.ID)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"flavor": toNova(c, f)})
 }

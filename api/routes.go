@@ -1,14 +1,13 @@
 package api
 
 import (
-	"crypto/subtle"
-	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/forward"
 )
 
@@ -20,7 +19,11 @@ type route struct {
 	method  string
 	path    string
 	handler echo.HandlerFunc
-	role    Role // rolePublic, RoleReader or RoleAdmin
+	// role: rolePublic; roleProjectReader or roleProjectMember (any
+	// Keystone project reader or member, within its project; handlers
+	// keep to it); RoleReader or RoleAdmin (cluster-wide: static tokens
+	// of that role, Keystone admins). See auth.go.
+	role Role
 }
 
 // routeTable is every route the API serves. Paths under novaPrefix and
@@ -36,7 +39,7 @@ func (s *Server) routeTable() []route {
 		// Health, readiness and metrics (cluster.go, metrics.go).
 		{get, "/healthz", s.healthz, rolePublic},
 		{get, "/readyz", s.readyz, rolePublic},
-		{get, "/metrics", metrics, rolePublic},
+		{get, "/metrics", metrics, s.metricsRole()},
 
 		// Native admin API: the cluster and its hosts (cluster.go, ironic.go, networks.go, ownership.go, migration.go).
 		{get, "/v1/cluster/members", s.members, RoleReader},
@@ -55,28 +58,38 @@ func (s *Server) routeTable() []route {
 		{get, "/v1/plan/rebalance", s.planRebalance, RoleReader},
 		{post, "/v1/manage/ironic-flavor-migration", s.flavorMigration, RoleAdmin},
 
+		// Operator: the gossip keyring on every member (operator.go).
+		{get, KeyringPath, s.keyring, RoleAdmin},
+		{post, KeyringPath, s.keyring, RoleAdmin},
+		{put, KeyringPath, s.keyring, RoleAdmin},
+		{del, KeyringPath, s.keyring, RoleAdmin},
+		{post, cluster.RemovePeerPath, s.removePeer, RoleAdmin},
+		{get, cluster.SnapshotPath, s.snapshot, RoleAdmin},
+		{post, cluster.SnapshotPath, s.snapshot, RoleAdmin},
+		{get, OpenAPIPath, s.openAPI, RoleReader},
+
 		// Peers forwarding to the leader (cluster/forward); peers use an admin token.
 		{post, forward.ApplyPath, internal, RoleAdmin},
 		{get, forward.ReadIndexPath, internal, RoleAdmin},
 
 		// Compute, a Nova subset (nova.go, flavors.go, servers.go).
-		{get, nova, s.novaVersion, RoleReader},
-		{get, nova + "/", s.novaVersion, RoleReader},
-		{get, nova + "/flavors", s.listFlavors(false), RoleReader},
-		{get, nova + "/flavors/detail", s.listFlavors(true), RoleReader},
+		{get, nova, s.novaVersion, roleProjectReader},
+		{get, nova + "/", s.novaVersion, roleProjectReader},
+		{get, nova + "/flavors", s.listFlavors(false), roleProjectReader},
+		{get, nova + "/flavors/detail", s.listFlavors(true), roleProjectReader},
 		{post, nova + "/flavors", s.createFlavor, RoleAdmin},
-		{get, nova + "/flavors/:id", s.getFlavor, RoleReader},
+		{get, nova + "/flavors/:id", s.getFlavor, roleProjectReader},
 		{del, nova + "/flavors/:id", s.deleteFlavor, RoleAdmin},
-		{get, nova + "/flavors/:id/os-extra_specs", s.listExtraSpecs, RoleReader},
+		{get, nova + "/flavors/:id/os-extra_specs", s.listExtraSpecs, roleProjectReader},
 		{post, nova + "/flavors/:id/os-extra_specs", s.createExtraSpecs, RoleAdmin},
-		{get, nova + "/flavors/:id/os-extra_specs/:key", s.getExtraSpec, RoleReader},
+		{get, nova + "/flavors/:id/os-extra_specs/:key", s.getExtraSpec, roleProjectReader},
 		{put, nova + "/flavors/:id/os-extra_specs/:key", s.updateExtraSpec, RoleAdmin},
 		{del, nova + "/flavors/:id/os-extra_specs/:key", s.deleteExtraSpec, RoleAdmin},
-		{post, nova + "/servers", s.createServer, RoleAdmin},
-		{get, nova + "/servers", s.listServers(false), RoleReader},
-		{get, nova + "/servers/detail", s.listServers(true), RoleReader},
-		{get, nova + "/servers/:id", s.getServer, RoleReader},
-		{del, nova + "/servers/:id", s.deleteServer, RoleAdmin},
+		{post, nova + "/servers", s.createServer, roleProjectMember},
+		{get, nova + "/servers", s.listServers(false), roleProjectReader},
+		{get, nova + "/servers/detail", s.listServers(true), roleProjectReader},
+		{get, nova + "/servers/:id", s.getServer, roleProjectReader},
+		{del, nova + "/servers/:id", s.deleteServer, roleProjectMember},
 
 		// Placement, read only: corral keeps the providers itself (placement.go).
 		{get, pl, s.placementRoot, RoleReader},
@@ -108,6 +121,37 @@ func (s *Server) routeTable() []route {
 		{post, nova + "/os-baremetal-nodes", bm.NotSupported, RoleAdmin},
 		{del, nova + "/os-baremetal-nodes/:id", bm.NotSupported, RoleAdmin},
 		{post, nova + "/os-baremetal-nodes/:id/action", bm.NotSupported, RoleAdmin},
+
+		// Compute services and hypervisors, as Nova shows its Ironic driver (services.go, hypervisors.go).
+		{get, nova + "/os-services", s.listComputeServices, RoleAdmin},
+		{put, nova + "/os-services/:id", s.updateComputeService, RoleAdmin},
+		{get, nova + "/os-hypervisors", s.listHypervisors(false), RoleAdmin},
+		{get, nova + "/os-hypervisors/detail", s.listHypervisors(true), RoleAdmin},
+		{get, nova + "/os-hypervisors/:id", s.getHypervisor, RoleAdmin},
+		{get, nova + "/os-hypervisors/:id/uptime", s.hypervisorUptime, RoleAdmin},
+		{get, nova + "/os-aggregates", s.listAggregates, RoleAdmin},
+
+		// What else the openstack CLI asks for: versions, limits, zones, flavor updates and access
+		// (compute_misc.go, flavor_access.go).
+		{get, "/", s.novaVersions, rolePublic},
+		{get, "/compute", s.novaVersions, rolePublic},
+		{get, "/compute/", s.novaVersions, rolePublic},
+		{get, nova + "/limits", s.limits, roleProjectReader},
+		{get, nova + "/os-availability-zone", s.availabilityZones, roleProjectReader},
+		{get, nova + "/os-availability-zone/detail", s.availabilityZonesDetail, RoleAdmin},
+		{put, nova + "/flavors/:id", s.updateFlavor, RoleAdmin},
+		{get, nova + "/flavors/:id/os-flavor-access", s.listFlavorAccess, RoleAdmin},
+		{post, nova + "/flavors/:id/action", s.flavorAction, RoleAdmin},
+
+		// Key pairs, per user (keypairs.go).
+		{get, nova + "/os-keypairs", s.listKeyPairs, roleProjectReader},
+		{post, nova + "/os-keypairs", s.createKeyPair, roleProjectMember},
+		{get, nova + "/os-keypairs/:name", s.getKeyPair, roleProjectReader},
+		{del, nova + "/os-keypairs/:name", s.deleteKeyPair, roleProjectMember},
+
+		// Server actions and renames, carried out by the owner host (actions.go).
+		{post, nova + "/servers/:id/action", s.serverAction, roleProjectMember},
+		{put, nova + "/servers/:id", s.updateServer, roleProjectMember},
 	}
 }
 
@@ -134,52 +178,4 @@ func (s *Server) mount() {
 		}
 		add(r.method, path, r.handler)
 	}
-}
-
-// authMiddleware authenticates the token and checks it against the role
-// the route table requires. A request that matches no route (404, 405)
-// needs a valid token, and an admin one for anything but GET and HEAD.
-func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		m := c.Request().Method
-		need, known := s.roles[m+" "+c.Path()]
-		if !known {
-			need = RoleReader
-			if m != http.MethodGet && m != http.MethodHead {
-				need = RoleAdmin
-			}
-		}
-		if need == rolePublic {
-			return next(c)
-		}
-		tok := c.Request().Header.Get("X-Auth-Token")
-		if tok == "" {
-			if h := c.Request().Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-				tok = strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))
-			}
-		}
-		if tok == "" {
-			return ErrUnauthorized
-		}
-		role, ok := s.lookupToken(tok)
-		if !ok {
-			return fmt.Errorf("%w: the token is not known to this cluster; check CORRAL_TOKEN against [auth] in the agents' configuration", ErrUnauthorized)
-		}
-		c.Set(ctxRole, role)
-		if need == RoleAdmin && role != RoleAdmin {
-			return fmt.Errorf("%w: the token has role %q, which may only read; use an admin token to %s %s", ErrForbidden, role, m, c.Request().URL.Path)
-		}
-		return next(c)
-	}
-}
-
-// lookupToken compares in constant time against every configured token.
-func (s *Server) lookupToken(tok string) (Role, bool) {
-	var found Role
-	for t, r := range s.cfg.Tokens {
-		if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
-			found = r
-		}
-	}
-	return found, found != ""
 }

@@ -78,14 +78,14 @@ func TestRouteTableRoles(t *testing.T) {
 			if code := send(""); code == http.StatusUnauthorized || code == http.StatusForbidden {
 				t.Errorf("public %s without a token: %d", key, code)
 			}
-		case RoleReader:
+		case RoleReader, roleProjectReader: // the same for static tokens
 			if code := send(""); code != http.StatusUnauthorized {
 				t.Errorf("%s without a token: %d, want 401", key, code)
 			}
 			if code := send("reader"); code == http.StatusUnauthorized || code == http.StatusForbidden {
 				t.Errorf("reader %s: %d", key, code)
 			}
-		case RoleAdmin:
+		case RoleAdmin, roleProjectMember: // the same for static tokens
 			if code := send("reader"); code != http.StatusForbidden {
 				t.Errorf("reader %s: %d, want 403", key, code)
 			}

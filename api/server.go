@@ -45,7 +45,12 @@ type Cluster interface {
 
 // Config configures the API server.
 type Config struct {
-	Tokens   map[string]Role // token → role
+	// Tokens are the static tokens (token → role): the cluster's own, also
+	// accepted with Keystone (peers forward with one).
+	Tokens map[string]Role
+	// Keystone, when set, validates every other token (X-Auth-Token);
+	// callers then act within their Keystone project.
+	Keystone TokenValidator
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
 	Gatherer prometheus.Gatherer
@@ -53,8 +58,17 @@ type Config struct {
 	OnLeave func()
 	// WriteTimeout bounds a write's proposal (default 10 s).
 	WriteTimeout time.Duration
+	// Operator serves the operator endpoints (gossip keyring; nil: 501).
+	Operator Operator
+	// Limits bound request bodies and each client's write rate (limits.go).
+	Limits Limits
+	// MetricsRequireAuth makes /metrics need a reader token.
+	MetricsRequireAuth bool
 	// BaremetalNodes is the Ironic of the os-baremetal-nodes proxy (nil: 404).
 	BaremetalNodes BaremetalNodes
+	// Images, when set ([glance]), checks that a boot's or rebuild's
+	// imageRef is an active Glance image (images.go).
+	Images ImageService
 }
 
 // Server is corral's HTTP API.
@@ -65,6 +79,10 @@ type Server struct {
 	e      *echo.Echo
 	roles  map[string]Role // "METHOD /path" → the role the route table requires
 	reqDur *prometheus.HistogramVec
+	// rateLimited counts writes refused with 429; limiters are the
+	// clients' write buckets (limits.go).
+	rateLimited prometheus.Counter
+	limiters    *clientLimiters
 }
 
 // New builds the API for one peer.
@@ -85,6 +103,14 @@ func New(cfg Config, c Cluster) (*Server, error) {
 		Help:    "HTTP requests served, by method, route and status.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	}, []string{"method", "route", "status"})
+	s.initLimits()
+	s.rateLimited = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_http_rate_limited_total",
+		Help: "Writes refused with 429 because their client exceeded its write rate.",
+	})
+	if err := cfg.Registry.Register(s.rateLimited); err != nil {
+		return nil, fmt.Errorf("register API metrics: %w", err)
+	}
 	if err := cfg.Registry.Register(s.reqDur); err != nil {
 		return nil, fmt.Errorf("register API metrics: %w", err)
 	}
@@ -94,7 +120,7 @@ func New(cfg Config, c Cluster) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.requestIDMiddleware, s.logMiddleware, s.authMiddleware)
+	e.Use(s.requestIDMiddleware, s.logMiddleware, s.limitMiddleware, s.authMiddleware)
 	s.e = e
 	s.mount()
 	return s, nil
@@ -152,8 +178,11 @@ func (s *Server) logMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 
 // bindStrict decodes a JSON body, rejecting unknown fields and trailing data.
 func bindStrict(c echo.Context, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20))
+	body, err := io.ReadAll(c.Request().Body) // bounded by limitMiddleware
 	if err != nil {
+		if isBodyTooLarge(err) {
+			return err // limitMiddleware answers 413
+		}
 		return badRequest("cannot read the request body: %v", err)
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {

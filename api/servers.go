@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -98,13 +100,30 @@ func (s *Server) createServer(c echo.Context) error {
 	}
 	// The flavor is checked when the entry applies, against the leader's
 	// state: this peer's replica may not have a flavor created elsewhere yet.
+	if err := checkNetworksVersion(c, in.Networks); err != nil {
+		return err
+	}
+	if err := checkUserData(in.UserData); err != nil {
+		return err
+	}
 	nets, err := parseNetworks(in.Networks)
 	if err != nil {
 		return err
 	}
+	cl := callerOf(c)
+	if !cl.static && cl.project == "" {
+		return fmt.Errorf("%w: a server belongs to a project: boot it with a project-scoped token", ErrForbidden)
+	}
+	if err := checkFlavorAccess(c, s.c.Store(), flavorID); err != nil { // flavor_access.go
+		return err
+	}
+	image, err := s.checkImageRef(c, in.ImageRef) // images.go
+	if err != nil {
+		return err
+	}
 	id := uuid.NewString()
-	cmd := &fsm.CreateServer{ID: id, Name: in.Name, FlavorID: flavorID, ImageRef: in.ImageRef,
-		Networks: nets, Metadata: in.Metadata}
+	cmd := &fsm.CreateServer{ID: id, Name: in.Name, FlavorID: flavorID, ImageRef: image,
+		Networks: nets, Metadata: in.Metadata, ProjectID: cl.project, UserID: cl.user, KeyName: in.KeyName, UserData: in.UserData}
 	if err := s.propose(c, cmd); err != nil {
 		return err
 	}
@@ -156,10 +175,10 @@ func (s *Server) novaServerView(c echo.Context, v fsm.Server) map[string]any {
 		meta = map[string]string{}
 	}
 	out := map[string]any{
-		"id": v.ID, "name": v.Name, "status": string(v.Status), "tenant_id": "admin", "user_id": "admin",
+		"id": v.ID, "name": v.Name, "status": string(v.Status), "tenant_id": v.Project(), "user_id": v.User(),
 		"created": v.CreatedAt.UTC().Format(novaTime), "updated": v.UpdatedAt.UTC().Format(novaTime),
-		"hostId": v.Host, "progress": 0, "accessIPv4": "", "accessIPv6": "", "addresses": addresses,
-		"metadata": meta, "links": serverLinks(c, v.ID), "key_name": nil, "config_drive": "",
+		"hostId": hostID(v), "progress": 0, "accessIPv4": "", "accessIPv6": "", "addresses": addresses,
+		"metadata": meta, "links": serverLinks(c, v.ID), "key_name": nullable(v.KeyName), "config_drive": configDriveShown(v),
 		"image":                                map[string]any{"id": v.ImageRef, "links": []link{{Rel: "bookmark", Href: baseURL(c) + "/images/" + url.PathEscape(v.ImageRef)}}},
 		"flavor":                               s.embeddedFlavor(c, v.Flavor),
 		"OS-EXT-STS:task_state":                task,
@@ -174,6 +193,7 @@ func (s *Server) novaServerView(c echo.Context, v fsm.Server) map[string]any {
 		"os-extended-volumes:volumes_attached": []any{},
 		"locked":                               false,
 	}
+	actionView(c, v, out) // actions.go: status, power and lock of server actions
 	if v.Fault != nil {
 		out["fault"] = map[string]any{"code": v.Fault.Code, "message": v.Fault.Message,
 			"created": v.Fault.Created.UTC().Format(novaTime)}
@@ -213,6 +233,10 @@ func (s *Server) listServers(detail bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		project, err := listProject(callerOf(c), q)
+		if err != nil {
+			return err
+		}
 		all := s.c.Store().Servers()
 		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) }) // newest first, like Nova
 		start := 0
@@ -232,6 +256,9 @@ func (s *Server) listServers(detail bool) echo.HandlerFunc {
 		more := false
 		for _, v := range all[start:] {
 			if !v.Live() && q.Get("deleted") != "true" {
+				continue
+			}
+			if project != "" && v.Project() != project {
 				continue
 			}
 			if st := q.Get("status"); st != "" && !strings.EqualFold(st, string(v.Status)) {
@@ -287,7 +314,7 @@ func (s *Server) getServer(c echo.Context) error {
 	if err := s.readBarrier(c); err != nil {
 		return err
 	}
-	v, err := s.liveServer(c.Param("id"))
+	v, err := s.visibleServer(c, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -295,8 +322,23 @@ func (s *Server) getServer(c echo.Context) error {
 }
 
 func (s *Server) deleteServer(c echo.Context) error {
-	// No local pre-check: this peer's replica may not have applied a create
-	// the client saw acknowledged elsewhere. The leader's Apply answers 404.
+	// No local pre-check for a caller that may delete any server: this
+	// peer's replica may not have applied a create the client saw
+	// acknowledged elsewhere, and the leader's Apply answers 404. A
+	// project's caller is checked against the server, after a read
+	// barrier for the same reason; another project's server is a 404.
+	if cl := callerOf(c); !cl.seesEveryProject() {
+		if err := s.c.ReadBarrier(c.Request().Context(), cluster.Default); err != nil {
+			return err
+		}
+		v, err := s.visibleServer(c, c.Param("id"))
+		if err != nil {
+			return err
+		}
+		if v.Locked { // only admins delete a locked server, as in Nova (actions.go)
+			return echo.NewHTTPError(http.StatusConflict, "Instance "+v.ID+" is locked")
+		}
+	}
 	err := s.propose(c, &fsm.DeleteServer{ID: c.Param("id")})
 	if errors.Is(err, fsm.ErrNotFound) {
 		return echo.NewHTTPError(http.StatusNotFound, "Instance "+c.Param("id")+" could not be found.")

@@ -82,7 +82,7 @@ var rules = []rule{
 	{pkgs: []string{"api/..."}, why: "the API reaches raft, gossip and Ironic only through interfaces",
 		direct: []string{modules.raft, modules.memberlist, modules.gophercloud},
 		anyDep: []string{"ironic/driver", "ironic/mirror"}},
-	{pkgs: []string{"client/...", "testkit/...", "auth/..."}, why: "shared by the black-box tiers: no corral internals",
+	{pkgs: []string{"client/...", "testkit/...", "auth/...", "glance/..."}, why: "shared by the black-box tiers: no corral internals",
 		anyDep: []string{"fsm", "cluster", "api", "compute", "ironic", modules.raft, modules.memberlist}},
 }
 

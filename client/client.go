@@ -128,3 +128,34 @@ func decodeError(resp *http.Response, raw []byte) error {
 	e.Message = strings.TrimSpace(string(raw))
 	return e
 }
+
+// Raw sends body (may be nil) as application/octet-stream and returns the
+// answer's body and headers; an error status becomes an *Error.
+func (c *Client) Raw(ctx context.Context, method, path string, body io.Reader) ([]byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.Addr+path, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/octet-stream")
+	}
+	if c.Token != "" {
+		req.Header.Set("X-Auth-Token", c.Token)
+	}
+	for k, v := range c.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot reach corral at %s: %w (set CORRAL_ADDR or --addr)", c.Addr, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 2<<30))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return nil, resp.Header, decodeError(resp, raw)
+	}
+	return raw, resp.Header, nil
+}

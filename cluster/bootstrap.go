@@ -79,6 +79,8 @@ func (n *Node) bootstrapLoop() {
 		if existing {
 			continue // an existing cluster will add us
 		}
+		// With TLS, only peers holding a certificate from the CA count.
+		peers = n.admitted(n.ctx, peers, nil)
 		if mismatch {
 			if !warned {
 				n.log.Error("peers disagree on bootstrap-expect; not bootstrapping: give every peer the same --bootstrap-expect")
@@ -107,6 +109,7 @@ func (n *Node) bootstrapLoop() {
 		switch {
 		case err == nil:
 			n.log.Info("bootstrapped raft", "peers", len(peers))
+			n.gate.open() // every peer of a new cluster starts with an empty log
 		case errors.Is(err, raft.ErrCantBootstrap):
 			n.log.Info("raft already has state; not bootstrapping")
 		default:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"regexp"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corral-dev/corral/cluster/tlsutil"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -49,6 +51,10 @@ func DefaultRaftTimings() RaftTimings {
 		ApplyTimeout:       5 * time.Second,
 	}
 }
+
+// DefaultDeadServerCleanupAfter is how long a voter may be dead before
+// the leader removes it from raft.
+const DefaultDeadServerCleanupAfter = 5 * time.Minute
 
 // DefaultGossipTimings returns LAN defaults.
 func DefaultGossipTimings() GossipTimings {
@@ -93,6 +99,19 @@ type Config struct {
 	// DeletedRetention is how long deleted servers stay visible before the
 	// leader purges them (0: DefaultDeletedRetention; negative: never).
 	DeletedRetention time.Duration
+
+	// TLS, when set, puts raft on mutual TLS and peer forwarding on
+	// HTTPS with this peer's certificate (see cluster/tlsutil).
+	TLS *tlsutil.Config
+
+	// DeadServerCleanupAfter is how long a voter may be dead in gossip
+	// before the leader removes it from raft (when the live voters keep a
+	// quorum); 0: DefaultDeadServerCleanupAfter; negative: never.
+	DeadServerCleanupAfter time.Duration
+
+	// GossipKey is [gossip] encrypt: the base64 key that seeds this
+	// peer's gossip keyring when it has none persisted (see keyring.go).
+	GossipKey string
 
 	// PeerToken authenticates forwarded requests between peers.
 	PeerToken string
@@ -164,9 +183,18 @@ func (c *Config) setDefaults() {
 	if c.Gossip.PushPullInterval == 0 {
 		c.Gossip.PushPullInterval = g.PushPullInterval
 	}
+	if c.DeadServerCleanupAfter == 0 {
+		c.DeadServerCleanupAfter = DefaultDeadServerCleanupAfter
+	}
 	if c.DeletedRetention == 0 {
 		c.DeletedRetention = DefaultDeletedRetention
 	}
+	// Every peer advertises that it can apply PurgeServers; the leader
+	// purges only while every live peer does (see purgeLoop).
+	settings := make(map[string]string, len(c.Settings)+1)
+	maps.Copy(settings, c.Settings)
+	settings[settingPurgeServers] = "true"
+	c.Settings = settings
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = 500 * time.Millisecond
 	}
@@ -233,6 +261,11 @@ func (c *Config) Validate() error {
 	}
 	if c.FreezeFraction < 0 || c.FreezeFraction > 1 {
 		errs = append(errs, fmt.Errorf("failover freeze fraction %v must be in (0, 1] (0 means the default, 0.5)", c.FreezeFraction))
+	}
+	if c.GossipKey != "" {
+		if _, err := ParseGossipKey(c.GossipKey); err != nil {
+			errs = append(errs, fmt.Errorf("[gossip] encrypt: %w", err))
+		}
 	}
 	if c.Gossip.ProbeTimeout > c.Gossip.ProbeInterval {
 		errs = append(errs, fmt.Errorf("gossip probe timeout %s must not exceed the probe interval %s", c.Gossip.ProbeTimeout, c.Gossip.ProbeInterval))

@@ -34,6 +34,13 @@ type memberMeta struct {
 	// Settings are cluster-wide settings as this peer is configured; the
 	// leader applies one only when every live peer agrees on it.
 	Settings map[string]string `json:"set,omitempty"`
+	// Established: this peer has seen a raft leader, so the cluster
+	// exists; a peer that starts with an empty log must then catch up
+	// before it votes (catchup.go).
+	Established bool `json:"est,omitempty"`
+	// CatchingUp: this peer started with an empty log in an established
+	// cluster and has not caught up yet; the leader keeps it a non-voter.
+	CatchingUp bool `json:"catchup,omitempty"`
 }
 
 // memberState is this peer's view of one gossip member.
@@ -58,7 +65,7 @@ type gossip struct {
 	members map[string]*memberState
 }
 
-func newGossip(cfg *Config, meta memberMeta, logger *slog.Logger) (*gossip, error) {
+func newGossip(cfg *Config, meta memberMeta, kr *keyring, logger *slog.Logger) (*gossip, error) {
 	g := &gossip{
 		log:     logger,
 		events:  make(chan struct{}, 1),
@@ -79,6 +86,12 @@ func newGossip(cfg *Config, meta memberMeta, logger *slog.Logger) (*gossip, erro
 	mc.TCPTimeout = 2 * time.Second
 	// A peer restarted on another address may take its name back once it has been dead this long.
 	mc.DeadNodeReclaimTime = 2 * time.Second
+	if kr != nil {
+		// Encrypted gossip only: a member without a key of this keyring is
+		// neither heard nor answered.
+		mc.Keyring = kr.ring
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	}
 	mc.Delegate = g
 	mc.Events = g
 	mc.Logger = newMemberlistLogger(logger.With("component", "gossip"))
@@ -111,6 +124,19 @@ func (g *gossip) setBootstrapped() {
 	g.mu.Lock()
 	changed := !g.meta.Bootstrapped
 	g.meta.Bootstrapped = true
+	g.mu.Unlock()
+	if changed {
+		if err := g.ml.UpdateNode(2 * time.Second); err != nil {
+			g.log.Warn("gossip metadata update failed", "err", err)
+		}
+	}
+}
+
+// update changes this peer's metadata with f and gossips it if f
+// reports a change.
+func (g *gossip) update(f func(m *memberMeta) bool) {
+	g.mu.Lock()
+	changed := f(&g.meta)
 	g.mu.Unlock()
 	if changed {
 		if err := g.ml.UpdateNode(2 * time.Second); err != nil {

@@ -104,8 +104,22 @@ func (n *Node) suffrage() (voters, nonvoters []raft.Server) {
 
 func (n *Node) reconcile(ctx context.Context, fo *failover) error {
 	members := n.gossip.snapshot()
+	if n.admit.dial != nil {
+		f := n.raft.GetConfiguration()
+		if err := f.Error(); err != nil {
+			return fmt.Errorf("read raft configuration: %w", err)
+		}
+		inRaft := map[raft.ServerID]raft.Server{}
+		for _, s := range f.Configuration().Servers {
+			inRaft[s.ID] = s
+		}
+		members = n.admitted(ctx, members, inRaft)
+	}
 	var errs []error
 	if err := n.reconcileRaft(members); err != nil {
+		errs = append(errs, err)
+	}
+	if err := n.cleanupDeadVoters(members); err != nil {
 		errs = append(errs, err)
 	}
 	if err := n.reconcileHosts(ctx, members, fo); err != nil {
@@ -153,6 +167,25 @@ func (n *Node) reconcileRaft(members []memberState) error {
 				continue
 			}
 			switch {
+			case m.Meta.CatchingUp && m.Name != n.cfg.Name && (!present || s.Address != addr || s.Suffrage == raft.Voter):
+				// A peer with an empty log (new, or its data dir wiped)
+				// catches up as a non-voter; a voter that lost its log is
+				// demoted first (AddNonvoter leaves a voter a voter).
+				n.log.Warn("peer has an empty raft log: it is a non-voter until it has caught up", "member", m.Name, "raft", addr)
+				n.metrics.catchupNonvoters.Inc()
+				if present && s.Suffrage == raft.Voter {
+					if err := n.raft.DemoteVoter(id, 0, timeout).Error(); err != nil {
+						errs = append(errs, fmt.Errorf("demote %s: %w", m.Name, err))
+						continue
+					}
+					voters--
+				}
+				if !present || s.Address != addr {
+					if err := n.raft.AddNonvoter(id, addr, 0, timeout).Error(); err != nil {
+						errs = append(errs, fmt.Errorf("add %s as non-voter: %w", m.Name, err))
+					}
+				}
+			case m.Meta.CatchingUp:
 			case !present || s.Address != addr:
 				if voters < n.cfg.MaxVoters || (present && s.Suffrage == raft.Voter) {
 					n.log.Info("adding peer to raft as voter", "member", m.Name, "raft", addr)

@@ -6,18 +6,24 @@ import (
 )
 
 type metrics struct {
-	applyLatency   prometheus.Histogram
-	proposeLatency prometheus.Histogram
-	forwardedWrite *prometheus.CounterVec
-	forwardedRead  *prometheus.CounterVec
-	restores       prometheus.Counter
-	leaderChanges  prometheus.Counter
-	reconcileErrs  prometheus.Counter
-	detect         prometheus.Histogram
-	plan           prometheus.Histogram
-	reassigned     prometheus.Counter
-	freezes        prometheus.Counter
-	frozen         prometheus.Gauge
+	applyLatency      prometheus.Histogram
+	proposeLatency    prometheus.Histogram
+	forwardedWrite    *prometheus.CounterVec
+	forwardedRead     *prometheus.CounterVec
+	restores          prometheus.Counter
+	leaderChanges     prometheus.Counter
+	reconcileErrs     prometheus.Counter
+	detect            prometheus.Histogram
+	plan              prometheus.Histogram
+	reassigned        prometheus.Counter
+	freezes           prometheus.Counter
+	frozen            prometheus.Gauge
+	tlsRefused        *prometheus.CounterVec
+	admissionRefused  prometheus.Counter
+	deadVotersRemoved prometheus.Counter
+	votesRefused      prometheus.Counter
+	caughtUp          prometheus.Counter
+	catchupNonvoters  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -70,7 +76,25 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.frozen = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "corral_failover_frozen", Help: "1 while failover is frozen on this leader.",
 	})
-	for _, c := range []prometheus.Collector{m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
+	m.tlsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "corral_tls_handshakes_refused_total", Help: "Incoming connections refused because their TLS handshake failed (no certificate, or one not signed by the cluster's CA), by listener.",
+	}, []string{"listener"})
+	m.admissionRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_admission_refused_total", Help: "Gossip members the leader refused to add to raft because they hold no certificate from the cluster's CA.",
+	})
+	m.deadVotersRemoved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_raft_dead_voters_removed_total", Help: "Voters this peer as leader removed from raft after they were dead longer than dead_server_cleanup_after.",
+	})
+	m.votesRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_raft_votes_refused_catching_up_total", Help: "Vote and pre-vote requests this peer refused because it started with an empty log and has not caught up yet.",
+	})
+	m.caughtUp = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_raft_caught_up_total", Help: "Times this peer, started with an empty log, caught up with the leader and began to vote.",
+	})
+	m.catchupNonvoters = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "corral_raft_catchup_nonvoters_total", Help: "Peers with an empty raft log this peer as leader made non-voters until they caught up (new peers, wiped data dirs).",
+	})
+	for _, c := range []prometheus.Collector{m.catchupNonvoters, m.tlsRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
 		m.forwardedRead, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

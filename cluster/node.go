@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,10 @@ type Node struct {
 	gossip  *gossip
 	metrics *metrics
 	fwd     Forwarder
+	admit   *admission
+	keyring *keyring // nil: gossip encryption off
+	peers   *forward.Client
+	gate    *voteGate // refuses votes until a peer that started empty has caught up
 
 	// readyTerm is the term in which this peer, as leader, committed a
 	// barrier: from then on its commit index covers every earlier write.
@@ -54,13 +59,19 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("register cluster metrics: %w", err)
 	}
 	n.metrics = m
+	var tc *tls.Config
+	if cfg.TLS != nil {
+		tc = cfg.TLS.ForwardClient()
+	}
+	n.peers = forward.NewClient(cfg.PeerToken, tc)
 	n.fwd = cfg.Forwarder
 	if n.fwd == nil {
-		n.fwd = forward.NewClient(cfg.PeerToken)
+		n.fwd = n.peers
 	}
 
+	n.admit = newAdmission(n)
 	hl := newHCLogger(n.log, "raft")
-	parts, err := openRaftParts(&n.cfg, hl)
+	parts, err := openRaftParts(&n.cfg, m, hl)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +84,8 @@ func New(cfg Config) (*Node, error) {
 	notify := make(chan bool, 16)
 	rc := raftConfig(&n.cfg, hl)
 	rc.NotifyCh = notify
-	r, err := raft.NewRaft(rc, newRaftFSM(n.store, m), parts.logs, parts.stable, parts.snaps, parts.trans)
+	n.gate = newVoteGate(n.ctx, parts.trans, !hasState, m.votesRefused.Inc)
+	r, err := raft.NewRaft(rc, newRaftFSM(n.store, m), parts.logs, parts.stable, parts.snaps, n.gate)
 	if err != nil {
 		_ = parts.closer()
 		return nil, fmt.Errorf("start raft: %w", err)
@@ -87,9 +99,19 @@ func New(cfg Config) (*Node, error) {
 		Kind:         cfg.Kind,
 		Expect:       cfg.BootstrapExpect,
 		Bootstrapped: hasState,
-		Settings:     cfg.Settings,
+		Established:  hasState,
+		// A peer that joins with an empty log catches up as a non-voter.
+		CatchingUp: !hasState && cfg.BootstrapExpect == 0,
+		Settings:   cfg.Settings,
 	}
-	g, err := newGossip(&n.cfg, meta, n.log)
+	kr, err := openKeyring(&n.cfg)
+	if err != nil {
+		_ = r.Shutdown().Error()
+		_ = parts.closer()
+		return nil, err
+	}
+	n.keyring = kr
+	g, err := newGossip(&n.cfg, meta, kr, n.log)
 	if err != nil {
 		_ = r.Shutdown().Error()
 		_ = parts.closer()
@@ -101,6 +123,11 @@ func New(cfg Config) (*Node, error) {
 
 	n.goLoop(func() { n.leadershipLoop(notify) })
 	n.goLoop(n.reconnectLoop)
+	if hasState {
+		n.goLoop(n.establishLoop)
+	} else {
+		n.goLoop(n.catchupLoop)
+	}
 	if len(cfg.Join) > 0 {
 		n.goLoop(n.joinLoop)
 	}

@@ -7,6 +7,11 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
+// settingPurgeServers is advertised in gossip by every peer that knows
+// fsm.PurgeServers: an older peer would stop at an entry it cannot apply,
+// so the leader purges only while every live peer advertises it.
+const settingPurgeServers = "fsm_purge_servers"
+
 // DefaultDeletedRetention is how long deleted servers stay visible
 // (GET /servers?deleted=true) before the leader purges them.
 const DefaultDeletedRetention = 24 * time.Hour
@@ -29,6 +34,9 @@ func (n *Node) purgeLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if v, ok := n.AgreedSetting("", settingPurgeServers); !ok || v != "true" {
+			continue // a peer of an older version is up: purge after the upgrade
 		}
 		purged, err := n.purgeDeleted(ctx, time.Now().UTC().Add(-retention))
 		if err != nil && ctx.Err() == nil {

@@ -81,7 +81,7 @@ type raftParts struct {
 	closer func() error
 }
 
-func openRaftParts(cfg *Config, hl hclog.Logger) (*raftParts, error) {
+func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error) {
 	p := &raftParts{closer: func() error { return nil }}
 	if cfg.InmemStore {
 		st := raft.NewInmemStore()
@@ -115,7 +115,12 @@ func openRaftParts(cfg *Config, hl hclog.Logger) (*raftParts, error) {
 		_ = p.closer()
 		return nil, fmt.Errorf("resolve raft address %s: %w", addr, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(addr, adv, 3, 5*time.Second, hl)
+	var trans *raft.NetworkTransport
+	if cfg.TLS != nil {
+		trans, err = newTLSTransport(cfg, addr, m, hl)
+	} else {
+		trans, err = raft.NewTCPTransportWithLogger(addr, adv, 3, 5*time.Second, hl)
+	}
 	if err != nil {
 		_ = p.closer()
 		return nil, fmt.Errorf("listen for raft on %s: %w (is the port in use?)", addr, err)

@@ -3,7 +3,11 @@
 // each through its virt driver (Ironic for bare metal, a VM driver for
 // hypervisors), with the fencing every driver shares: intents and outcomes
 // are committed at the owner epoch, and a worker stops the moment the log
-// gives its server to another owner or epoch.
+// gives its server to another owner or epoch. Workers take only the short
+// steps: a driver whose backend works for minutes (a bare-metal deploy)
+// parks the server (Handle.Await) and wakes it when the backend is done,
+// so the number of workers bounds the requests in progress, not the
+// servers being built.
 //
 // It declares what it needs of the cluster (Cluster) and of a driver
 // (Virt); it never imports api, cluster, ironic or gophercloud.
@@ -117,8 +121,21 @@ func New(cfg Config, c Cluster, virt Virt) (*Manager, error) {
 	if m.m, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "corral_servers_awaiting_backend", Help: "Servers of this host waiting for their backend (a deploy or undeploy in Ironic) without a worker.",
+		}, func() float64 { return float64(m.Parked()) })); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
+
+// scanGap is the least time between two scans started by new log entries:
+// under a burst of entries a host scans its servers every scanGap rather
+// than once per entry. A lost server is fenced by the log itself (its
+// owner's next commit fails), so the gap only delays noticing it.
+const scanGap = 10 * time.Millisecond
 
 // Run watches the state and drives owned servers until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
@@ -134,15 +151,30 @@ func (m *Manager) Run(ctx context.Context) {
 		idx := store.AppliedIndex()
 		m.scan(ctx)
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		kicked := make(chan struct{})
 		go func() {
 			select {
 			case <-m.kick:
+				close(kicked)
 				cancel()
 			case <-wctx.Done():
 			}
 		}()
-		_ = store.WaitApplied(wctx, idx+1)
+		err := store.WaitApplied(wctx, idx+1)
 		cancel()
+		select {
+		case <-kicked:
+		default:
+			if err == nil {
+				// New entries: let a burst of them land before the next
+				// scan, which walks every server this host owns.
+				select {
+				case <-ctx.Done():
+				case <-m.kick:
+				case <-time.After(scanGap):
+				}
+			}
+		}
 		if ctx.Err() != nil {
 			m.wg.Wait()
 			return
@@ -150,8 +182,10 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-func needsWork(s fsm.Server) bool {
-	return s.Status == fsm.StatusBuild || s.TaskState == fsm.TaskDeleting
+func needsWork(s fsm.Server) bool { return taskNeedsWork(s.Status, s.TaskState) }
+
+func taskNeedsWork(status fsm.ServerStatus, task string) bool {
+	return status == fsm.StatusBuild || task == fsm.TaskDeleting || fsm.IsActionTask(task)
 }
 
 // scan starts a worker for every owned server needing work, and cancels
@@ -159,9 +193,17 @@ func needsWork(s fsm.Server) bool {
 // epoch: a host that learns it lost a server stops touching it.
 func (m *Manager) scan(ctx context.Context) {
 	store := m.c.Store()
+	owned := store.Owned(m.c.Name())
+	byID := make(map[string]fsm.Ownership, len(owned))
+	for _, o := range owned {
+		byID[o.ID] = o
+	}
 	m.mu.Lock()
 	for id, w := range m.running {
-		s, err := store.Server(id)
+		if o, ok := byID[id]; ok && o.Epoch == w.epoch {
+			continue
+		}
+		s, err := store.Server(id) // no longer a live server of ours at this epoch
 		if err != nil || s.Host != m.c.Name() || s.Epoch != w.epoch {
 			w.cancel()
 			m.m.fenced.Inc()
@@ -170,25 +212,25 @@ func (m *Manager) scan(ctx context.Context) {
 		}
 	}
 	for id, p := range m.parked {
-		s, err := store.Server(id)
-		if err != nil || s.Host != m.c.Name() || s.Epoch != p.epoch || !needsWork(s) {
+		o, ok := byID[id]
+		if !ok || o.Epoch != p.epoch || !taskNeedsWork(o.Status, o.TaskState) {
 			delete(m.parked, id)
 			delete(m.started, id)
-		} else if (s.TaskState == fsm.TaskDeleting) != p.deleting {
+		} else if (o.TaskState == fsm.TaskDeleting) != p.deleting {
 			// A delete requested while the backend builds: a worker
 			// takes the server over now, the build's wait is dropped.
 			delete(m.parked, id)
 		}
 	}
 	for id, b := range m.started {
-		if s, err := store.Server(id); err != nil || s.Host != m.c.Name() || s.Epoch != b.epoch || s.Status != fsm.StatusBuild {
+		if o, ok := byID[id]; !ok || o.Epoch != b.epoch || o.Status != fsm.StatusBuild {
 			delete(m.started, id)
 		}
 	}
 	m.mu.Unlock()
-	for _, s := range store.OwnedBy(m.c.Name()) {
+	for _, s := range owned {
 		m.noteOwnership(s)
-		if !needsWork(s) {
+		if !taskNeedsWork(s.Status, s.TaskState) {
 			continue
 		}
 		m.mu.Lock()
@@ -208,7 +250,7 @@ func (m *Manager) scan(ctx context.Context) {
 }
 
 // noteOwnership measures plan commit → new owner aware, once per epoch.
-func (m *Manager) noteOwnership(s fsm.Server) {
+func (m *Manager) noteOwnership(s fsm.Ownership) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen[s.ID] == s.Epoch {
@@ -254,9 +296,12 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 		if err != nil || s.Host != m.c.Name() || s.Epoch != w.epoch || !needsWork(s) {
 			return
 		}
-		if s.TaskState == fsm.TaskDeleting {
+		switch {
+		case s.TaskState == fsm.TaskDeleting:
 			err = m.delete(ctx, h, s)
-		} else {
+		case fsm.IsActionTask(s.TaskState):
+			err = m.act(ctx, h, s) // action.go
+		default:
 			err = m.build(ctx, h, s, start)
 		}
 		var pe *PermanentError

@@ -9,6 +9,7 @@ type metrics struct {
 	fenced    prometheus.Counter
 	takeover  prometheus.Histogram
 	awaitTime prometheus.Histogram
+	actions   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,11 +35,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "corral_server_await_seconds", Help: "Time a server waited for its backend (a deploy or undeploy in Ironic) without holding a worker.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
 		}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_server_actions_total", Help: "Server actions (stop, start, reboot, rebuild) this host finished, by action and outcome (done, error).",
+		}, []string{"action", "outcome"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.builds, m.buildTime, m.deletes, m.fenced, m.takeover, m.awaitTime} {
+	for _, c := range []prometheus.Collector{m.builds, m.buildTime, m.deletes, m.fenced, m.takeover, m.awaitTime, m.actions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

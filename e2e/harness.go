@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -63,6 +64,8 @@ type Cluster struct {
 	Dir    string
 	Token  string
 	Agents []*Agent
+	// TLS, when set, is how the test reaches agents that serve HTTPS.
+	TLS *tls.Config
 }
 
 // Options tune a cluster.
@@ -73,6 +76,9 @@ type Options struct {
 	// Cgroups, when set, starts each agent in the group of its name, so
 	// that netem can tell its packets apart (see Agent.NetHost).
 	Cgroups *proc.Cgroups
+	// TLS, when set, makes the harness speak HTTPS to the agents with it
+	// (the agents get their [tls] files through Env or adjust).
+	TLS *tls.Config
 }
 
 // Start launches n agents bootstrapped with --bootstrap-expect n.
@@ -90,7 +96,7 @@ func StartWith(t testing.TB, n int, opts Options, adjust func(i int, a *Agent)) 
 	if opts.BaseIP == 0 {
 		opts.BaseIP = 2
 	}
-	c := &Cluster{t: t, Bin: Binary(t), Dir: t.TempDir(), Token: "e2e-admin-token-0123456789"}
+	c := &Cluster{t: t, Bin: Binary(t), Dir: t.TempDir(), Token: "e2e-admin-token-0123456789", TLS: opts.TLS}
 	t.Cleanup(c.StopAll)
 	for i := 0; i < n; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", opts.BaseIP+i)
@@ -133,10 +139,22 @@ func freePort(t testing.TB, ip string) int {
 func (a *Agent) GossipAddr() string { return net.JoinHostPort(a.IP, strconv.Itoa(a.GossipPort)) }
 
 // URL is the agent's API base URL.
-func (a *Agent) URL() string { return "http://" + net.JoinHostPort(a.IP, strconv.Itoa(a.HTTPPort)) }
+func (a *Agent) URL() string {
+	scheme := "http://"
+	if a.c.TLS != nil {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(a.IP, strconv.Itoa(a.HTTPPort))
+}
 
 // Client returns an admin API client for the agent.
-func (a *Agent) Client() *client.Client { return client.New(a.URL(), a.c.Token) }
+func (a *Agent) Client() *client.Client {
+	c := client.New(a.URL(), a.c.Token)
+	if a.c.TLS != nil {
+		_ = c.UseTLS(a.c.TLS) // never fails with a configuration
+	}
+	return c
+}
 
 // NetHost is the agent as netem sees it: its address and, when the
 // cluster was started with Cgroups, its cgroup.
@@ -240,7 +258,7 @@ func (c *Cluster) StopAll() {
 // Ready reports whether the agent's /readyz answers 200.
 func (a *Agent) Ready(ctx context.Context) error {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.URL()+"/readyz", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := a.Client().HTTP.Do(req)
 	if err != nil {
 		return err
 	}

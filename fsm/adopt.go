@@ -107,7 +107,7 @@ func applyAdoptServer(st *state, c *AdoptServer) (any, error) {
 	s := Server{ID: c.ID, Name: c.Name, Status: StatusActive, Flavor: cloneFlavor(c.Flavor), ImageRef: c.ImageRef,
 		Metadata: maps.Clone(c.Metadata), Host: c.Host, Epoch: 1, EpochIndex: st.index, OwnerReason: ReasonAdopted,
 		OwnerSince: at, NodeUUID: c.NodeUUID, AllocationUUID: c.AllocationUUID, Claim: claimed, RequestID: c.RequestID,
-		CreatedAt: at, UpdatedAt: at}
+		CreatedAt: at, UpdatedAt: at, ProjectID: c.ProjectID, UserID: c.UserID}
 	if claimed != nil {
 		s.ClaimedNode = c.NodeUUID
 	}

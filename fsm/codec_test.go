@@ -81,7 +81,9 @@ func TestIsIgnorableAndString(t *testing.T) {
 	want := []CommandType{CmdRegisterHost, CmdSetHostStatus, CmdCreateFlavor, CmdDeleteFlavor,
 		CmdSetFlavorExtraSpecs, CmdDeleteFlavorExtraSpec, CmdNoop, CmdCreateServer, CmdSetServerTask,
 		CmdReserveNode, CmdReleaseNode, CmdDeleteServer, CmdSyncNodes, CmdSetHostDrain, CmdReassignServers,
-		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers}
+		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers,
+		CmdUpdateFlavor, CmdSetFlavorAccess, CmdCreateKeyPair, CmdDeleteKeyPair,
+		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

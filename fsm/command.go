@@ -45,7 +45,14 @@ const (
 	CmdMigrateFlavors        CommandType = 17
 	CmdAdoptServer           CommandType = 18
 	CmdPurgeServers          CommandType = 19
-	// 20..27: key pairs, server actions and updates, flavor access.
+	CmdUpdateFlavor          CommandType = 20
+	CmdSetFlavorAccess       CommandType = 21
+	CmdCreateKeyPair         CommandType = 22
+	CmdDeleteKeyPair         CommandType = 23
+	CmdRequestServerAction   CommandType = 24
+	CmdFinishServerAction    CommandType = 25
+	CmdUpdateServer          CommandType = 26
+	// 27: spare, for server actions and updates.
 	// 28..31: cluster security and recovery.
 	// 32..39: batching and mass provisioning.
 )

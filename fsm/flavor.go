@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -24,8 +25,11 @@ type Flavor struct {
 	IsPublic    bool              `json:"is_public"`
 	Description string            `json:"description,omitempty"`
 	ExtraSpecs  map[string]string `json:"extra_specs,omitempty"` // nil when empty
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
+	// Access lists the projects that may use a private flavor, sorted
+	// (Nova's flavor access; see flavor_access.go).
+	Access    []string  `json:"access,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // CreateFlavor adds a flavor. Its CreatedAt and UpdatedAt are set to At.
@@ -177,6 +181,7 @@ func cloneFlavor(f Flavor) Flavor {
 	if len(f.ExtraSpecs) == 0 {
 		f.ExtraSpecs = nil
 	}
+	f.Access = slices.Clone(f.Access)
 	return f
 }
 

@@ -65,7 +65,8 @@ func sampleCommands() []Command {
 		&DeleteFlavorExtraSpec{Meta: m, ID: "f1", Key: "trait:HW_GPU"},
 		&Noop{Meta: m},
 		&CreateServer{Meta: m, ID: "s1", Name: "web-1", FlavorID: "f1", ImageRef: "img-1",
-			Networks: []Network{{UUID: "net-1"}}, Metadata: map[string]string{"role": "db"}, Host: "node-1"},
+			Networks: []Network{{UUID: "net-1"}}, Metadata: map[string]string{"role": "db"}, Host: "node-1",
+			KeyName: "laptop", UserData: "I2Nsb3VkLWNvbmZpZw=="},
 		&SetServerTask{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Status: StatusError, TaskState: TaskSpawning,
 			Fault: &Fault{Code: 500, Message: "no node", Created: t0}},
 		&ReserveNode{Meta: m, ServerID: "s1", Host: "node-1", Epoch: 1, NodeUUID: "n1", AllocationUUID: "s1"},
@@ -75,7 +76,7 @@ func sampleCommands() []Command {
 			ProvisionState: "available", PowerState: "power off", Properties: map[string]string{"cpus": "32"},
 			Capabilities: map[string]string{"boot_mode": "uefi"}, Traits: []string{"CUSTOM_GPU"}, LastSeen: t0}},
 			Missing: []string{"n9"}},
-		&SetHostDrain{Meta: m, Name: "node-1", Drained: true},
+		&SetHostDrain{Meta: m, Name: "node-1", Drained: true, Reason: "firmware"},
 		&ReportInventory{Meta: m, Host: "hv-1", Inventory: map[string]placement.Inventory{
 			"VCPU": {Total: 16, MinUnit: 1, MaxUnit: 16, StepSize: 1, AllocationRatio: 4}}, Traits: []string{"HW_CPU_X86_AVX2"}},
 		&MigrateFlavors{Meta: m, ResourceClass: "CUSTOM_GOLD", ServerIDs: []string{"s1"}},
@@ -84,6 +85,15 @@ func sampleCommands() []Command {
 		&ReassignServers{Meta: m, From: "node-1", Reason: ReasonHostDown,
 			Moves: []Move{{ServerID: "s1", FromHost: "node-1", FromEpoch: 1, ToHost: "node-2"}}},
 		&PurgeServers{Meta: m, Before: t0, IDs: []string{"s1", "s2"}},
+		&UpdateFlavor{Meta: m, ID: "f1", Description: "gold nodes, 2 GPUs"},
+		&SetFlavorAccess{Meta: m, ID: "f1", Project: "p1", Add: true},
+		&CreateKeyPair{Meta: m, KeyPair: KeyPair{UserID: "u1", Name: "laptop", Type: KeyTypeSSH,
+			PublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 u1@laptop", Fingerprint: "aa:bb"}},
+		&DeleteKeyPair{Meta: m, UserID: "u1", Name: "laptop"},
+		&RequestServerAction{Meta: m, ID: "s1", Kind: ActionRebuild, ImageRef: "img-2", Admin: true},
+		&FinishServerAction{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Kind: ActionRebuild,
+			Fault: &Fault{Code: 500, Message: "deploy failed", Created: t0}},
+		&UpdateServer{Meta: m, ID: "s1", Name: ptr("web-2"), Locked: ptr(true), LockedReason: "audit"},
 	}
 }
 

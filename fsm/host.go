@@ -43,6 +43,8 @@ type Host struct {
 	ChangedAt  time.Time  `json:"changed_at"`
 	// Drained hosts get no new servers, and the leader moves theirs away.
 	Drained bool `json:"drained,omitempty"`
+	// DrainReason is why the host was drained, as the operator said.
+	DrainReason string `json:"drain_reason,omitempty"`
 }
 
 // RegisterHost adds a host or updates its addresses and kind, and marks it up.

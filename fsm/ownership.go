@@ -12,6 +12,9 @@ type SetHostDrain struct {
 	Meta
 	Name    string `json:"name"`
 	Drained bool   `json:"drained"`
+	// Reason is the operator's reason for draining (Nova's disabled_reason);
+	// ignored when undraining, which clears it.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Type implements Command.
@@ -62,8 +65,12 @@ func applySetHostDrain(st *state, c *SetHostDrain) (any, error) {
 	if !ok {
 		return nil, errHostNotFound(c.Name)
 	}
-	if h.Drained != c.Drained {
-		h.Drained = c.Drained
+	reason := ""
+	if c.Drained {
+		reason = c.Reason
+	}
+	if h.Drained != c.Drained || h.DrainReason != reason {
+		h.Drained, h.DrainReason = c.Drained, reason
 		h.ChangedAt = c.At.UTC()
 		st.hosts[h.Name] = h
 	}

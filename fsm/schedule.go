@@ -96,11 +96,11 @@ func placementOffers(st *state, req sched.Request, avoid []string, limit int, se
 // decision (deciding again helps); any other refusal — the consumer
 // already holds allocations, a malformed claim — would refuse every new
 // decision for the server too, and is answered as it is.
-func claim(st *state, consumer string, allocs map[string]map[string]int64) error {
+func claim(st *state, consumer, project, user string, allocs map[string]map[string]int64) error {
 	if len(allocs) == 0 {
 		return nil
 	}
-	err := st.placement.SetAllocations(consumer, placement.ConsumerAllocations{ProjectID: "admin", UserID: "admin", Allocations: allocs})
+	err := st.placement.SetAllocations(consumer, placement.ConsumerAllocations{ProjectID: project, UserID: user, Allocations: allocs})
 	switch {
 	case err == nil:
 		return nil

@@ -74,6 +74,22 @@ type Server struct {
 	RequestID   string                      `json:"request_id,omitempty"`
 	CreatedAt   time.Time                   `json:"created_at"`
 	UpdatedAt   time.Time                   `json:"updated_at"`
+	// ProjectID and UserID are who asked for the server (Keystone's
+	// project and user ids; empty for servers created before corral
+	// knew them, shown as ProjectOrAdmin).
+	ProjectID string `json:"project_id,omitempty"`
+	UserID    string `json:"user_id,omitempty"`
+	// KeyName and KeyData are the key pair the server was booted with (a
+	// copy: the pair may go later); UserData is Nova's base64 user_data.
+	// All three reach the node through its config drive.
+	KeyName  string `json:"key_name,omitempty"`
+	KeyData  string `json:"key_data,omitempty"`
+	UserData string `json:"user_data,omitempty"`
+	// Action is the stop, start, reboot or rebuild the owner has to carry
+	// out (TaskState says which); Locked servers take none but an admin's.
+	Action       *ServerAction `json:"action,omitempty"`
+	Locked       bool          `json:"locked,omitempty"`
+	LockedReason string        `json:"locked_reason,omitempty"`
 }
 
 func cloneServer(s Server) Server {
@@ -85,7 +101,28 @@ func cloneServer(s Server) Server {
 		f := *s.Fault
 		s.Fault = &f
 	}
+	if s.Action != nil {
+		a := *s.Action
+		s.Action = &a
+	}
 	return s
+}
+
+// DefaultProject is the project and user of a server created without
+// one: with static tokens every caller is the cluster's admin.
+const DefaultProject = "admin"
+
+// Project is the server's project, DefaultProject when it has none.
+func (s Server) Project() string { return orAdmin(s.ProjectID) }
+
+// User is the server's user, DefaultProject when it has none.
+func (s Server) User() string { return orAdmin(s.UserID) }
+
+func orAdmin(v string) string {
+	if v == "" {
+		return DefaultProject
+	}
+	return v
 }
 
 // Live reports whether the server still counts (not deleted).
@@ -114,6 +151,14 @@ type CreateServer struct {
 	// starved: the leader's decision found no resource provider at all
 	// (not part of the entry).
 	starved bool
+	// ProjectID and UserID are the caller's (empty: DefaultProject); the
+	// placement claim is theirs too.
+	ProjectID string `json:"project_id,omitempty"`
+	UserID    string `json:"user_id,omitempty"`
+	// KeyName names one of the user's key pairs (Apply copies its public
+	// key into the server); UserData is base64, at most MaxUserDataLen.
+	KeyName  string `json:"key_name,omitempty"`
+	UserData string `json:"user_data,omitempty"`
 }
 
 func (c *CreateServer) avoid(hosts []string) { c.Avoid = hosts }
@@ -201,6 +246,9 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 	if c.ImageRef == "" {
 		return nil, fmt.Errorf("%w: imageRef is required: bare-metal servers boot from an image", ErrInvalid)
 	}
+	if len(c.ProjectID) > maxServerNameLen || len(c.UserID) > maxServerNameLen {
+		return nil, fmt.Errorf("%w: project and user ids must be at most %d characters", ErrInvalid, maxServerNameLen)
+	}
 	if _, dup := st.servers[c.ID]; dup {
 		return nil, fmt.Errorf("%w: server %s already exists", ErrConflict, c.ID)
 	}
@@ -208,10 +256,15 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: flavor %s does not exist: list flavors for valid flavorRef values", ErrInvalid, c.FlavorID)
 	}
+	keyData, err := bootKey(st, c)
+	if err != nil {
+		return nil, err
+	}
 	at := c.At.UTC()
 	s := Server{ID: c.ID, Name: c.Name, Flavor: cloneFlavor(f), ImageRef: c.ImageRef,
 		Networks: slices.Clone(c.Networks), Metadata: maps.Clone(c.Metadata), RequestID: c.RequestID,
-		CreatedAt: at, UpdatedAt: at}
+		CreatedAt: at, UpdatedAt: at, ProjectID: c.ProjectID, UserID: c.UserID,
+		KeyName: c.KeyName, KeyData: keyData, UserData: c.UserData}
 	if c.Host == "" {
 		msg := c.NoValidHost
 		if msg == "" {
@@ -244,7 +297,7 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 		}
 		// Every check is done: the claim is the last step that can fail,
 		// and it writes nothing when it fails.
-		if err := claim(st, c.ID, c.Claim); err != nil {
+		if err := claim(st, c.ID, s.Project(), s.User(), c.Claim); err != nil {
 			return nil, err
 		}
 		s.Claim = c.Claim

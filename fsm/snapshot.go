@@ -33,7 +33,8 @@ const (
 	RecordServer    RecordType = 3 // reservations are rebuilt from servers
 	RecordNode      RecordType = 4
 	RecordPlacement RecordType = 5 // one record per line of the placement store's canonical encoding
-	// 6..31 reserved.
+	RecordKeyPair   RecordType = 6
+	// 7..31 reserved.
 )
 
 // Ignorable reports whether t carries IgnoreUnknownFlag.

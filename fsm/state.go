@@ -14,13 +14,14 @@ import (
 // Add a field here, a line in newState and clone, and a record registration
 // when adding an entity.
 type state struct {
-	hosts        map[string]Host   // by name
-	flavors      map[string]Flavor // by ID
-	flavorNames  map[string]string // flavor name -> ID (index, rebuilt on restore)
-	servers      map[string]Server // by ID
-	reservations map[string]string // node UUID -> server ID (index, rebuilt on restore)
-	nodes        map[string]Node   // Ironic node mirror, by UUID
-	placement    *placement.Store  // resource providers, inventories, allocations
+	hosts        map[string]Host    // by name
+	flavors      map[string]Flavor  // by ID
+	flavorNames  map[string]string  // flavor name -> ID (index, rebuilt on restore)
+	servers      map[string]Server  // by ID
+	reservations map[string]string  // node UUID -> server ID (index, rebuilt on restore)
+	nodes        map[string]Node    // Ironic node mirror, by UUID
+	placement    *placement.Store   // resource providers, inventories, allocations
+	keypairs     map[string]KeyPair // by user id and name (keyPairKey)
 	// legacyInventory: node providers also report VCPU, MEMORY_MB and
 	// DISK_GB ([workarounds] report_ironic_standard_resource_class_inventory).
 	legacyInventory bool
@@ -40,6 +41,7 @@ func newState() *state {
 		reservations: map[string]string{},
 		nodes:        map[string]Node{},
 		placement:    placement.New(),
+		keypairs:     map[string]KeyPair{},
 	}
 }
 
@@ -53,6 +55,7 @@ func (st *state) clone() *state {
 		reservations: maps.Clone(st.reservations),
 		nodes:        make(map[string]Node, len(st.nodes)),
 		placement:    st.placement.Clone(),
+		keypairs:     maps.Clone(st.keypairs), // KeyPair holds no references
 
 		legacyInventory: st.legacyInventory,
 	}

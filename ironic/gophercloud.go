@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,7 +40,8 @@ const (
 
 // Options configure a Client.
 type Options struct {
-	URL            string        // Ironic root URL, e.g. http://127.0.0.1:6385 (a trailing /v1 is accepted)
+	URL            string        // Ironic root URL, e.g. http://127.0.0.1:6385 (a trailing /v1 is accepted); with Auth password, "" means Keystone's catalog
+	Auth           Auth          // how to authenticate (default none)
 	MaxVersion     string        // highest microversion to use; default DefaultMaxVersion
 	RequestTimeout time.Duration // per HTTP request; default 30s
 	LockedRetries  int           // retries on 409 NodeLocked; default 10, negative = none
@@ -71,13 +71,18 @@ type Client struct {
 	met     *metrics
 }
 
-// New connects to Ironic and negotiates the microversion: it reads the server's maximum from
+// New authenticates as opts.Auth says (with Keystone: the service user's token, and Ironic's
+// endpoint from the catalog unless URL is set), connects to Ironic and negotiates the microversion: it reads the server's maximum from
 // GET {URL}/ (sent without a version header) and pins min(server maximum, opts.MaxVersion),
 // which is then sent on every request.
 func New(ctx context.Context, opts Options) (*Client, error) {
-	root, err := rootURL(opts.URL)
-	if err != nil {
-		return nil, err
+	if err := opts.Auth.Validate(opts.URL != ""); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAuthentication, err)
+	}
+	if opts.Auth.Type != AuthPassword {
+		if _, err := rootURL(opts.URL); err != nil {
+			return nil, err
+		}
 	}
 	if opts.MaxVersion == "" {
 		opts.MaxVersion = DefaultMaxVersion
@@ -103,12 +108,9 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	sc, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: root + "/v1"})
+	sc, root, err := serviceClient(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("ironic: baremetal client for %s: %w", root, err)
-	}
-	if opts.HTTPClient != nil {
-		sc.HTTPClient = *opts.HTTPClient
+		return nil, err
 	}
 	sc.UserAgent.Prepend("corral")
 	if opts.UserAgent != "" {

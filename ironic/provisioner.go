@@ -33,7 +33,23 @@ type DeploySpec struct {
 	Capabilities map[string]string // instance_info/capabilities, a JSON object
 	DisplayName  string            // instance_info/display_name
 	ConfigDrive  string            // sent with the provision "active" request when not empty
+	// ConfigDriveData, when set (and ConfigDrive is empty), is a config
+	// drive Ironic builds itself (API 1.56+).
+	ConfigDriveData *ConfigDrive
 }
+
+// ConfigDrive is the content of a config drive Ironic builds (the JSON
+// form of the provision request's configdrive). Without NetworkData,
+// Ironic writes the node's own network data (its ports and VIFs).
+type ConfigDrive struct {
+	MetaData    map[string]any // openstack/latest/meta_data.json
+	UserData    string         // openstack/latest/user_data, as is ("" for none)
+	NetworkData map[string]any // openstack/latest/network_data.json (nil: Ironic's)
+}
+
+// mvConfigDriveJSON is the Ironic API version that takes a config drive
+// as a JSON object.
+const mvConfigDriveJSON = 56
 
 // Deploy writes spec into the node's instance_info and asks for provision state "active". It
 // does not wait (see WaitProvisionState). A node already active or deploying with the same
@@ -42,6 +58,9 @@ func (c *Client) Deploy(ctx context.Context, nodeID string, spec DeploySpec) err
 	const call = "Deploy"
 	if spec.ImageSource == "" {
 		return newError(call, ErrInvalid, "image source is required")
+	}
+	if spec.ConfigDrive == "" && spec.ConfigDriveData != nil && c.minor < mvConfigDriveJSON {
+		return newError(call, ErrUnsupported, "Ironic speaks API 1.%d here: a config drive given as JSON needs 1.%d (Ironic 14.0 or later)", c.minor, mvConfigDriveJSON)
 	}
 	n, err := c.getNode(ctx, call, nodeID)
 	if err != nil {
@@ -67,8 +86,11 @@ func (c *Client) Deploy(ctx context.Context, nodeID string, spec DeploySpec) err
 		return err
 	}
 	opts := nodes.ProvisionStateOpts{Target: nodes.TargetActive}
-	if spec.ConfigDrive != "" {
+	switch {
+	case spec.ConfigDrive != "":
 		opts.ConfigDrive = spec.ConfigDrive
+	case spec.ConfigDriveData != nil:
+		opts.ConfigDrive = configDriveJSON(spec.ConfigDriveData)
 	}
 	err = c.setProvisionState(ctx, call, n.UUID, opts)
 	if err == nil {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stop what scripts/openstack-up.sh started from $OPENSTACK_DIR: Ironic (scripts/ironic-down.sh),
-# Keystone and MariaDB. Only the pids recorded in OPENSTACK_DIR are stopped, and only when the
+# Glance, Keystone and MariaDB. Only the pids recorded in OPENSTACK_DIR are stopped, and only when the
 # process's command line shows it is the one started from that directory: SIGTERM (MariaDB: a clean
 # shutdown), then SIGKILL after OPENSTACK_STOP_TIMEOUT seconds (default 15).
 # Removes pid files, the socket and openstack.env; keeps the databases and logs unless
@@ -66,6 +66,7 @@ rc=0
 if [[ -d $OPENSTACK_DIR/ironic ]]; then
 	IRONIC_DIR="$OPENSTACK_DIR/ironic" IRONIC_STOP_TIMEOUT=$OPENSTACK_STOP_TIMEOUT "$SCRIPTS_DIR/ironic-down.sh" || rc=1
 fi
+stop glance "$OPENSTACK_DIR/glance.pid" "$OPENSTACK_DIR/glance/glance-api.conf" || rc=1
 stop keystone "$OPENSTACK_DIR/keystone.pid" "$OPENSTACK_DIR/keystone/keystone-server.py" || rc=1
 stop mariadb "$OPENSTACK_DIR/mariadb.pid" "--datadir=$OPENSTACK_DIR/mysql" \
 	mariadb-admin --no-defaults --socket="$OPENSTACK_DIR/mysql.sock" -uroot shutdown || rc=1

@@ -2,16 +2,16 @@
 # Start a real OpenStack control plane on loopback for integration tests, from Debian packages:
 #   MariaDB (Keystone's database; unix socket only, no TCP port),
 #   Keystone (fernet tokens, threaded wsgiref server on KEYSTONE_PORT),
-#   Ironic with auth_strategy = keystone (scripts/ironic-up.sh with IRONIC_AUTH=keystone),
+#   Ironic with auth_strategy = keystone (scripts/ironic-up.sh with IRONIC_AUTH=keystone) and a [glance]
+#     section, so that it fetches Glance images with its service user,
+#   Glance (SQLite, file store, on GLANCE_PORT; OPENSTACK_WITH_GLANCE=0 leaves it out),
 # and fills Keystone with the projects, users, roles and catalog corral's tests use:
 #   admin (bootstrap; project admin, role admin)
 #   project service: service users corral, ironic, glance (role admin)
 #   project demo-a: alice (member), carol (reader);  project demo-b: bob (member)
-#   catalog (RegionOne, public/internal/admin): identity, baremetal (Ironic), and corral's own
-#   compute (CORRAL_COMPUTE_URL) and placement (CORRAL_PLACEMENT_URL).
-# Glance is not started; its service user is there: run glance-api with [keystone_authtoken] as
-# GLANCE_SERVICE_USERNAME/PASSWORD in project service and register it with
-# OPENSTACK_EXTRA_ENDPOINTS=glance:image:http://127.0.0.1:9292 (a service to add goes the same way).
+#   catalog (RegionOne, public/internal/admin): identity, baremetal (Ironic), image (Glance), and
+#   corral's own compute (CORRAL_COMPUTE_URL) and placement (CORRAL_PLACEMENT_URL).
+# More services go in the catalog with OPENSTACK_EXTRA_ENDPOINTS=name:type:url.
 #
 # stdout: exactly one line, the path of $OPENSTACK_DIR/openstack.env (KEY=VALUE lines: OS_* for the
 # admin, KEYSTONE_URL, IRONIC_URL (also as OPENSTACK_IRONIC_URL), every user's name/password/project;
@@ -38,7 +38,9 @@
 #   KEYSTONE_PORT            Keystone's port (default 5000)
 #   OPENSTACK_IRONIC_PORT    Ironic's port (default 6386, beside a noauth Ironic on 6385)
 #   OPENSTACK_IRONIC_EXTRA_CONF  passed to ironic-up.sh as IRONIC_EXTRA_CONF (other IRONIC_* are not passed)
-#   OPENSTACK_WITH_IRONIC=0  start Keystone only (the baremetal catalog entry is still written)
+#   OPENSTACK_WITH_IRONIC=0  start no Ironic (the baremetal catalog entry is still written)
+#   OPENSTACK_WITH_GLANCE=0  start no Glance (and write no image catalog entry)
+#   GLANCE_PORT              Glance's port (default 9292)
 #   OS_ADMIN_PASSWORD        admin's password (default corral-admin)
 #   OPENSTACK_SERVICE_PASSWORD  password of the service users corral, ironic, glance (default corral-service)
 #   OPENSTACK_DEMO_PASSWORD  password of alice, bob, carol (default corral-demo)
@@ -62,6 +64,8 @@ KEYSTONE_PORT=${KEYSTONE_PORT:-5000}
 OPENSTACK_IRONIC_PORT=${OPENSTACK_IRONIC_PORT:-6386}
 OPENSTACK_IRONIC_EXTRA_CONF=${OPENSTACK_IRONIC_EXTRA_CONF:-}
 OPENSTACK_WITH_IRONIC=${OPENSTACK_WITH_IRONIC:-1}
+OPENSTACK_WITH_GLANCE=${OPENSTACK_WITH_GLANCE:-1}
+GLANCE_PORT=${GLANCE_PORT:-9292}
 OS_ADMIN_PASSWORD=${OS_ADMIN_PASSWORD:-corral-admin}
 OPENSTACK_SERVICE_PASSWORD=${OPENSTACK_SERVICE_PASSWORD:-corral-service}
 OPENSTACK_DEMO_PASSWORD=${OPENSTACK_DEMO_PASSWORD:-corral-demo}
@@ -81,6 +85,9 @@ mkdir -p "$OPENSTACK_DIR"
 OPENSTACK_DIR=$(cd "$OPENSTACK_DIR" && pwd)
 KEYSTONE_URL="http://${OPENSTACK_HOST}:${KEYSTONE_PORT}"
 IRONIC_URL="http://${OPENSTACK_HOST}:${OPENSTACK_IRONIC_PORT}"
+GLANCE_URL="http://${OPENSTACK_HOST}:${GLANCE_PORT}"
+GLDIR="$OPENSTACK_DIR/glance"
+GLPIDFILE="$OPENSTACK_DIR/glance.pid"
 ENVFILE="$OPENSTACK_DIR/openstack.env"
 LOGDIR="$OPENSTACK_DIR/log"
 DBDIR="$OPENSTACK_DIR/mysql"
@@ -111,6 +118,10 @@ install_missing() {
 	command -v curl >/dev/null || pkgs+=(curl)
 	if [[ $OPENSTACK_WITH_IRONIC == 1 && ! -d /usr/lib/python3/dist-packages/ironic ]]; then
 		pkgs+=(python3-ironic)
+	fi
+	if [[ $OPENSTACK_WITH_GLANCE == 1 ]]; then
+		[[ -d /usr/lib/python3/dist-packages/glance ]] || pkgs+=(python3-glance)
+		[[ -f /etc/glance/glance-api-paste.ini ]] || pkgs+=(glance-common)
 	fi
 	if [[ $OPENSTACK_INSTALL_CLIENT == 1 ]]; then
 		command -v openstack >/dev/null || pkgs+=(python3-openstackclient)
@@ -170,11 +181,19 @@ mkdir -p "$LOGDIR" "$KSDIR"
 
 # --- Ironic (in the background: it needs Keystone only when it gets a request) -------------------
 ironic_job=
+ironic_conf=$OPENSTACK_IRONIC_EXTRA_CONF
+if [[ $OPENSTACK_WITH_GLANCE == 1 ]]; then
+	# Ironic fetches Glance images (image_source = a Glance image id) as its own service user.
+	ironic_conf+=$'\n[glance]\nauth_type = password\n'"auth_url = $KEYSTONE_URL/v3"$'\nusername = ironic\n'
+	ironic_conf+="password = $OPENSTACK_SERVICE_PASSWORD"$'\nproject_name = service\nuser_domain_name = Default\n'
+	ironic_conf+=$'project_domain_name = Default\nvalid_interfaces = public\nregion_name = RegionOne\n'
+	ironic_conf+="endpoint_override = $GLANCE_URL"$'\n'
+fi
 if [[ $OPENSTACK_WITH_IRONIC == 1 ]]; then
 	ironic_debug=0
 	[[ $OPENSTACK_DEBUG == 1 ]] && ironic_debug=1
 	IRONIC_DIR="$OPENSTACK_DIR/ironic" IRONIC_HOST=$OPENSTACK_HOST IRONIC_PORT=$OPENSTACK_IRONIC_PORT \
-		IRONIC_FRESH=0 IRONIC_EXTRA_CONF="$OPENSTACK_IRONIC_EXTRA_CONF" \
+		IRONIC_FRESH=0 IRONIC_EXTRA_CONF="$ironic_conf" \
 		IRONIC_NO_INSTALL=$OPENSTACK_NO_INSTALL IRONIC_START_TIMEOUT=$OPENSTACK_START_TIMEOUT \
 		IRONIC_DEBUG=$ironic_debug IRONIC_AUTH=keystone IRONIC_KEYSTONE_URL="$KEYSTONE_URL/v3" \
 		IRONIC_KEYSTONE_USERNAME=ironic IRONIC_KEYSTONE_PASSWORD="$OPENSTACK_SERVICE_PASSWORD" \
@@ -374,6 +393,7 @@ endpoints=(
 	"nova:compute:$CORRAL_COMPUTE_URL"
 	"placement:placement:$CORRAL_PLACEMENT_URL"
 )
+[[ $OPENSTACK_WITH_GLANCE == 1 ]] && endpoints+=("glance:image:$GLANCE_URL")
 for e in $OPENSTACK_EXTRA_ENDPOINTS; do endpoints+=("$e"); done
 # Skipped when this same Keystone process was provisioned with the same inputs (OPENSTACK_RECHECK=1 forces it).
 provisioned="keystone_pid=$(cat "$KSPIDFILE") users=${SERVICE_USERS[*]} endpoints=${endpoints[*]} passwords_sha256="
@@ -507,6 +527,88 @@ EOF
 	echo "$provisioned" >"$KSDIR/provisioned"
 fi
 
+# --- Glance (SQLite, file store; its service user exists now) -----------------------------------
+glance_answers() {
+	local body
+	body=$(curl -s -m 2 --noproxy '*' "$GLANCE_URL/" 2>/dev/null) || return 1
+	[[ $body == *'"versions"'* ]]
+}
+
+write_glance_conf() {
+	local debug=false
+	[[ $OPENSTACK_DEBUG == 1 ]] && debug=true
+	cat >"$GLDIR/glance-api.conf" <<EOF
+[DEFAULT]
+bind_host = $OPENSTACK_HOST
+bind_port = $GLANCE_PORT
+workers = 1
+log_file = $LOGDIR/glance.log
+use_stderr = false
+debug = $debug
+enabled_backends = file:file
+
+[database]
+connection = sqlite:///$GLDIR/glance.sqlite
+
+[glance_store]
+default_backend = file
+
+[file]
+filesystem_store_datadir = $GLDIR/images/
+
+[paste_deploy]
+flavor = keystone
+config_file = /etc/glance/glance-api-paste.ini
+
+[keystone_authtoken]
+www_authenticate_uri = $KEYSTONE_URL/v3
+auth_url = $KEYSTONE_URL/v3
+auth_type = password
+interface = public
+project_domain_name = Default
+user_domain_name = Default
+project_name = service
+username = glance
+password = $OPENSTACK_SERVICE_PASSWORD
+EOF
+}
+
+start_glance() {
+	local pid conf="$GLDIR/glance-api.conf"
+	if pid=$(pid_of "$GLPIDFILE" "$conf") && glance_answers; then
+		return 0
+	fi
+	if [[ -n ${pid:-} ]]; then
+		log "glance $pid is alive but does not answer; restarting it"
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$GLPIDFILE"
+	port_busy "$GLANCE_URL" && die "something else answers on $GLANCE_URL; refusing to start Glance"
+	mkdir -p "$GLDIR/images"
+	write_glance_conf
+	if [[ ! -f $GLDIR/db_sync.done ]]; then
+		log "Glance: db_sync"
+		(cd "$GLDIR" && env -u PYTHONPATH -u PYTHONHOME "$PY" -c \
+			"import sys; sys.argv=['glance-manage','--config-file','$conf','db_sync']; from glance.cmd import manage; manage.main()" \
+			>>"$LOGDIR/glance-manage.log" 2>&1) ||
+			{ tail -n 20 "$LOGDIR/glance-manage.log" >&2; die "Glance's db_sync failed"; }
+		: >"$GLDIR/db_sync.done"
+	fi
+	log "starting Glance on $GLANCE_URL"
+	(
+		cd "$GLDIR"
+		exec setsid env -u PYTHONPATH -u PYTHONHOME "$PY" -c \
+			"import sys; sys.argv=['glance-api','--config-file','$conf']; from glance.cmd import api; api.main()" \
+			</dev/null >>"$LOGDIR/glance-api.out" 2>&1
+	) &
+	pid=$!
+	echo "$pid" >"$GLPIDFILE"
+	wait_for glance "$pid" glance_answers || { tail -n 30 "$LOGDIR/glance-api.out" "$LOGDIR/glance.log" >&2 2>/dev/null; exit 1; }
+}
+[[ $OPENSTACK_WITH_GLANCE == 1 ]] && start_glance
+
 if [[ -n $ironic_job ]]; then
 	wait "$ironic_job" || die "starting Ironic failed (log: $OPENSTACK_DIR/ironic/log/ironic.log)"
 fi
@@ -534,6 +636,10 @@ tmp="$ENVFILE.tmp"
 		echo "IRONIC_DIR=$OPENSTACK_DIR/ironic"
 		echo "IRONIC_PID=$(cat "$OPENSTACK_DIR/ironic/ironic.pid")"
 	fi
+	if [[ $OPENSTACK_WITH_GLANCE == 1 ]]; then
+		echo "GLANCE_URL=$GLANCE_URL"
+		echo "GLANCE_PID=$(cat "$GLPIDFILE")"
+	fi
 	echo "CORRAL_COMPUTE_URL=$CORRAL_COMPUTE_URL"
 	echo "CORRAL_PLACEMENT_URL=$CORRAL_PLACEMENT_URL"
 	echo "SERVICE_PROJECT=service"
@@ -554,5 +660,5 @@ tmp="$ENVFILE.tmp"
 	done
 } >"$tmp"
 mv "$tmp" "$ENVFILE"
-log "up in $((SECONDS - started)) s: Keystone $KEYSTONE_URL$([[ $OPENSTACK_WITH_IRONIC == 1 ]] && echo ", Ironic $IRONIC_URL")"
+log "up in $((SECONDS - started)) s: Keystone $KEYSTONE_URL$([[ $OPENSTACK_WITH_IRONIC == 1 ]] && echo ", Ironic $IRONIC_URL")$([[ $OPENSTACK_WITH_GLANCE == 1 ]] && echo ", Glance $GLANCE_URL")"
 echo "$ENVFILE"

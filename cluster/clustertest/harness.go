@@ -199,6 +199,21 @@ func (h *Harness) Restart(name string) {
 	h.start(h.Peer(name), 0)
 }
 
+// DataDir is the peer's current data dir.
+func (p *Peer) DataDir() string { return p.dataDir }
+
+// RaftAddr is the address of the peer's raft transport.
+func (p *Peer) RaftAddr() string { return string(p.trans.LocalAddr()) }
+
+// Wipe starts a killed peer again under the same name on a new, empty
+// data dir, as after a disk replacement. The old data dir is left as is.
+func (h *Harness) Wipe(name string) {
+	h.t.Helper()
+	p := h.Peer(name)
+	p.dataDir = h.t.TempDir()
+	h.start(p, 0)
+}
+
 // Partition cuts a peer off from all others: its raft transport, its
 // gossip (both ways, so each side comes to see the other dead) and
 // forwarding.

@@ -3,6 +3,7 @@ package forward
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,21 +191,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Client is the follower's end: it speaks HTTP to the leader's API over
-// kept-alive connections, authenticating with the peers' token.
+// kept-alive connections, authenticating with the peers' token (and, over
+// HTTPS, with this peer's certificate).
 type Client struct {
-	token string
-	hc    *http.Client
+	token  string
+	scheme string
+	hc     *http.Client
 }
 
-// NewClient returns a client authenticating with token.
-func NewClient(token string) *Client {
+// NewClient returns a client authenticating with token. With tc it speaks
+// HTTPS: tc carries this peer's certificate and the CA that the leader's
+// certificate must be signed by (its ServerName is left empty so that it
+// is taken from each leader's address).
+func NewClient(token string, tc *tls.Config) *Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        32,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 5 * time.Second,
 	}
-	return &Client{token: token, hc: &http.Client{Transport: tr}}
+	scheme := "http"
+	if tc != nil {
+		tr.TLSClientConfig = tc.Clone()
+		scheme = "https"
+	}
+	return &Client{token: token, scheme: scheme, hc: &http.Client{Transport: tr}}
 }
 
 // Apply sends an encoded command to the leader whose API listens at
@@ -223,7 +235,7 @@ func (c *Client) do(ctx context.Context, method, leader, path string, body []byt
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+leader+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+leader+path, rd)
 	if err != nil {
 		return 0, fmt.Errorf("forward to leader at %s: %w", leader, err)
 	}
@@ -266,4 +278,67 @@ func notDelivered(err error) bool {
 	}
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// Call sends a JSON request to another peer's API at api (host:port) with
+// the peers' token and decodes a JSON answer into out. It serves the
+// operations an operator applies on every member (the gossip keyring).
+func (c *Client) Call(ctx context.Context, api, method, path string, in, out any) error {
+	var rd io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+api+path, rd)
+	if err != nil {
+		return fmt.Errorf("call peer at %s: %w", api, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Auth-Token", c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("call peer at %s: %w", api, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of the peer at %s: %w", api, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			return fmt.Errorf("peer at %s answered %d: %s", api, resp.StatusCode, e.Error.Message)
+		}
+		return fmt.Errorf("peer at %s answered %d: %.200s", api, resp.StatusCode, raw)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("peer at %s answered an unreadable body: %w", api, err)
+	}
+	return nil
+}
+
+// Raw sends a request with an opaque body to another peer's API and
+// returns the response as is; the caller closes its body.
+func (c *Client) Raw(ctx context.Context, api, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+api+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("call peer at %s: %w", api, err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("X-Auth-Token", c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("call peer at %s: %w", api, err)
+	}
+	return resp, nil
 }

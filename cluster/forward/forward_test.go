@@ -62,7 +62,7 @@ func serve(t *testing.T, l forward.Leader) (addr string, conns *atomic.Int32) {
 func TestApplyAndReadIndexRoundTrip(t *testing.T) {
 	l := &leader{idx: 42}
 	addr, conns := serve(t, l)
-	c := forward.NewClient("peer")
+	c := forward.NewClient("peer", nil)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		idx, err := c.Apply(ctx, addr, []byte("cmd"))
@@ -103,7 +103,7 @@ func TestErrorsKeepTheirKind(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, _ := serve(t, &leader{err: tc.err})
-			_, err := forward.NewClient("peer").Apply(context.Background(), addr, []byte("cmd"))
+			_, err := forward.NewClient("peer", nil).Apply(context.Background(), addr, []byte("cmd"))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -131,7 +131,7 @@ func TestRefusedConnectionIsNotDelivered(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	_, err = forward.NewClient("peer").Apply(context.Background(), addr, []byte("cmd"))
+	_, err = forward.NewClient("peer", nil).Apply(context.Background(), addr, []byte("cmd"))
 	if !errors.Is(err, forward.ErrNotDelivered) {
 		t.Fatalf("got %v, want ErrNotDelivered", err)
 	}
@@ -140,7 +140,7 @@ func TestRefusedConnectionIsNotDelivered(t *testing.T) {
 func TestAuthenticationErrorIsNotRetried(t *testing.T) {
 	l := &leader{idx: 1}
 	addr, _ := serve(t, l)
-	_, err := forward.NewClient("wrong").Apply(context.Background(), addr, []byte("cmd"))
+	_, err := forward.NewClient("wrong", nil).Apply(context.Background(), addr, []byte("cmd"))
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "unknown token") {
 		t.Fatalf("got %v, want the leader's 401 and message", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
@@ -71,6 +71,7 @@ type agent struct {
 	once   sync.Once
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
+	reg    *namedRegistry
 }
 
 func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
@@ -78,7 +79,11 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w (is the port in use? set --http-port)", cfg.apiAddr(), err)
 	}
-	reg := prometheus.NewRegistry()
+	scheme := "http"
+	if cfg.tls != nil {
+		ln, scheme = tls.NewListener(ln, cfg.tls.APIServer()), "https"
+	}
+	reg := newNamedRegistry() // registry.go
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cc := cfg.clusterConfig()
 	cc.Logger, cc.Registry, cc.Store = logger, reg, fsm.New()
@@ -88,7 +93,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	a := &agent{cfg: cfg, log: logger, node: node, served: make(chan error, 1), left: make(chan struct{})}
+	a := &agent{cfg: cfg, log: logger, node: node, served: make(chan error, 1), left: make(chan struct{}), reg: reg}
 	tokens := map[string]api.Role{}
 	for _, t := range cfg.ReaderTokens {
 		tokens[t] = api.RoleReader
@@ -98,9 +103,20 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	}
 	tokens[cfg.peerToken()] = api.RoleAdmin
 	bmSource := &baremetalSource{}
-	apiCfg := api.Config{Tokens: tokens, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit}
-	if cfg.Ironic.URL != "" {
+	apiCfg := api.Config{Tokens: tokens, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit, Operator: node,
+		Limits: cfg.Limits, MetricsRequireAuth: cfg.MetricsRequireAuth}
+	if err := a.startAuth(&apiCfg, reg); err != nil {
+		_ = node.Shutdown()
+		_ = ln.Close()
+		return nil, err
+	}
+	if cfg.ironicEnabled() {
 		apiCfg.BaremetalNodes = bmSource
+	}
+	if apiCfg.Images, err = cfg.images(); err != nil { // config_glance.go
+		_ = node.Shutdown()
+		_ = ln.Close()
+		return nil, err
 	}
 	srv, err := api.New(apiCfg, node)
 	if err != nil {
@@ -120,7 +136,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 			runHypervisor(bgctx, cfg, node, reg, logger)
 		}()
 	}
-	if cfg.Ironic.URL != "" {
+	if cfg.ironicEnabled() {
 		// Every peer that knows Ironic keeps the node mirror when it leads;
 		// only ironic hosts build bare-metal servers.
 		a.bg.Add(1)
@@ -131,7 +147,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	} else if !hypervisor {
 		logger.Warn("no [ironic] url: this host will not build servers")
 	}
-	logger.Info("API listening", "addr", "http://"+cfg.apiAddr())
+	logger.Info("API listening", "addr", scheme+"://"+cfg.apiAddr())
 	return a, nil
 }
 

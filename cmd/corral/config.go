@@ -13,8 +13,12 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/ini.v1"
 
+	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/cluster/tlsutil"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/mirror"
 )
 
@@ -49,12 +53,31 @@ type agentConfig struct {
 	Ironic           ironicConfig
 	Failover         failoverConfig
 	Hypervisor       hypervisorConfig
+
+	// AuthStrategy is [auth] strategy (config_auth.go); Keystone is
+	// [keystone_authtoken].
+	AuthStrategy string
+	Keystone     keystone.Options
+	// GlanceURL is [glance] url (config_glance.go).
+	GlanceURL string
+
 	// LegacyInventory is [workarounds]
 	// report_ironic_standard_resource_class_inventory.
 	LegacyInventory bool
 	// DeletedRetention is how long deleted servers stay visible before
 	// the leader purges them (negative: never).
 	DeletedRetention time.Duration
+	// TLS is the [tls] section; tls is what it loaded (nil: plain text).
+	TLS tlsutil.Files
+	tls *tlsutil.Config
+	// GossipKey is [gossip] encrypt (base64, from `corral keygen`).
+	GossipKey string
+	// Limits are [api] max_body_bytes, write_rate and write_burst.
+	Limits api.Limits
+	// MetricsRequireAuth is [telemetry] metrics_require_auth.
+	MetricsRequireAuth bool
+	// DeadServerCleanupAfter is [raft] dead_server_cleanup_after (negative: off).
+	DeadServerCleanupAfter time.Duration
 }
 
 // hypervisorConfig is the [hypervisor] section (hosts of kind hypervisor).
@@ -84,6 +107,8 @@ type ironicConfig struct {
 	// OrphanGrace is how long the leader must see a node deployed with no
 	// reservation before it undeploys it (0: twice SyncInterval; negative: never).
 	OrphanGrace time.Duration
+	// Auth is how corral authenticates to Ironic (config_auth.go).
+	Auth ironic.Auth
 }
 
 func defaultAgentConfig() agentConfig {
@@ -94,8 +119,11 @@ func defaultAgentConfig() agentConfig {
 		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
 		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, RequestTimeout: 30 * time.Second,
 			DeployTimeout: 30 * time.Minute, Workers: 8, MaxVersion: "1.82", DeployWait: "watch"},
-		DeletedRetention: cluster.DefaultDeletedRetention,
-		Failover:         failoverConfig{DownGrace: 1500 * time.Millisecond, UpGrace: time.Second, FreezeFraction: 0.5},
+		DeletedRetention:       cluster.DefaultDeletedRetention,
+		TLS:                    tlsutil.Files{VerifyOutgoing: true},
+		Limits:                 api.Limits{MaxBodyBytes: api.DefaultMaxBodyBytes},
+		DeadServerCleanupAfter: cluster.DefaultDeadServerCleanupAfter,
+		Failover:               failoverConfig{DownGrace: 1500 * time.Millisecond, UpGrace: time.Second, FreezeFraction: 0.5},
 		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,
 			RAMAllocationRatio: 1.5, DiskAllocationRatio: 1},
 	}
@@ -162,6 +190,40 @@ func orphanGrace(c *agentConfig, v string) error {
 		return nil
 	}
 	return duration(func(c *agentConfig) *time.Duration { return &c.Ironic.OrphanGrace })(c, v)
+}
+
+func int64Option(p func(c *agentConfig) *int64, min, max int64) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < min || n > max {
+			return fmt.Errorf("%q is not an integer in %d-%d", v, min, max)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+// deadServerCleanup sets [raft] dead_server_cleanup_after: a positive duration, or off.
+func deadServerCleanup(c *agentConfig, v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		c.DeadServerCleanupAfter = -1
+		return nil
+	}
+	return duration(func(c *agentConfig) *time.Duration { return &c.DeadServerCleanupAfter })(c, v)
+}
+
+// writeRate sets [api] write_rate: a positive number, or off.
+func writeRate(c *agentConfig, v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		c.Limits.WriteRate = 0
+		return nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f <= 0 {
+		return fmt.Errorf("%q is not a positive number of writes per second, or off", v)
+	}
+	c.Limits.WriteRate = f
+	return nil
 }
 
 func duration(p func(c *agentConfig) *time.Duration) func(*agentConfig, string) error {
@@ -233,9 +295,14 @@ var options = []option{
 	{section: "DEFAULT", key: "bind", flag: "bind", usage: "IP address for the API, raft and gossip", set: str(func(c *agentConfig) *string { return &c.Bind })},
 	{section: "DEFAULT", key: "leave_on_terminate", flag: "leave-on-terminate", boolean: true, usage: "leave raft and gossip cleanly on SIGTERM/SIGINT", set: boolean(func(c *agentConfig) *bool { return &c.LeaveOnTerminate })},
 	{section: "api", key: "port", flag: "http-port", usage: "HTTP API port", set: integer(func(c *agentConfig) *int { return &c.HTTPPort }, 1, 65535)},
+	{section: "api", key: "max_body_bytes", usage: "largest request body in bytes; a larger one answers 413", set: int64Option(func(c *agentConfig) *int64 { return &c.Limits.MaxBodyBytes }, 1024, 1<<30)},
+	{section: "api", key: "write_rate", usage: "writes per second one client (IP address) may send before 429 (default off)", set: writeRate},
+	{section: "api", key: "write_burst", usage: "writes one client may send at once (default twice write_rate)", set: integer(func(c *agentConfig) *int { return &c.Limits.WriteBurst }, 1, 1<<20)},
+	{section: "telemetry", key: "metrics_require_auth", usage: "/metrics needs a reader or admin token", set: boolean(func(c *agentConfig) *bool { return &c.MetricsRequireAuth })},
 	{section: "raft", key: "port", flag: "raft-port", usage: "raft TCP port", set: integer(func(c *agentConfig) *int { return &c.RaftPort }, 1, 65535)},
 	{section: "raft", key: "bootstrap_expect", flag: "bootstrap-expect", usage: "bootstrap raft once this many peers have met in gossip", set: integer(func(c *agentConfig) *int { return &c.BootstrapExpect }, 0, 99)},
 	{section: "raft", key: "max_voters", flag: "max-voters", usage: "peers beyond this many join raft as non-voters", set: integer(func(c *agentConfig) *int { return &c.MaxVoters }, 1, 99)},
+	{section: "raft", key: "dead_server_cleanup_after", usage: "a voter dead in gossip this long is removed from raft when the live voters keep a quorum (off: never)", set: deadServerCleanup},
 	{section: "raft", key: "heartbeat_timeout", usage: "follower heartbeat timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.HeartbeatTimeout })},
 	{section: "raft", key: "election_timeout", usage: "candidate election timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.ElectionTimeout })},
 	{section: "raft", key: "leader_lease_timeout", usage: "leader lease timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.LeaderLeaseTimeout })},
@@ -246,6 +313,7 @@ var options = []option{
 	{section: "raft", key: "apply_timeout", usage: "how long a write may wait for commit", set: duration(func(c *agentConfig) *time.Duration { return &c.Raft.ApplyTimeout })},
 	{section: "gossip", key: "port", flag: "gossip-port", usage: "gossip (memberlist) TCP and UDP port", set: integer(func(c *agentConfig) *int { return &c.GossipPort }, 1, 65535)},
 	{section: "gossip", key: "join", flag: "join", list: true, usage: "gossip address IP:PORT of a peer to join (repeatable)", set: list(func(c *agentConfig) *[]string { return &c.Join })},
+	{section: "gossip", key: "encrypt", usage: "gossip encryption key, base64 of 32 bytes (`corral keygen`); seeds the keyring kept in data_dir, rotated with `corral keyring`", set: str(func(c *agentConfig) *string { return &c.GossipKey })},
 	{section: "gossip", key: "probe_interval", usage: "failure detector probe interval", set: duration(func(c *agentConfig) *time.Duration { return &c.Gossip.ProbeInterval })},
 	{section: "gossip", key: "probe_timeout", usage: "failure detector probe timeout", set: duration(func(c *agentConfig) *time.Duration { return &c.Gossip.ProbeTimeout })},
 	{section: "gossip", key: "suspicion_mult", usage: "suspicion timeout multiplier", set: integer(func(c *agentConfig) *int { return &c.Gossip.SuspicionMult }, 1, 100)},
@@ -273,6 +341,12 @@ var options = []option{
 	{section: "hypervisor", key: "ram_allocation_ratio", usage: "MEMORY_MB overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.RAMAllocationRatio })},
 	{section: "hypervisor", key: "disk_allocation_ratio", usage: "DISK_GB overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.DiskAllocationRatio })},
 	{section: "auth", key: "peer_token", usage: "token peers use to forward to the leader (default: the first admin token)", set: str(func(c *agentConfig) *string { return &c.PeerToken })},
+	// TLS (cli_tls.go makes the files).
+	{section: "tls", key: "ca_file", usage: "PEM CA certificate: the API, raft and forwarding trust only certificates it signed", set: str(func(c *agentConfig) *string { return &c.TLS.CAFile })},
+	{section: "tls", key: "cert_file", usage: "PEM certificate of this peer (signed by ca_file; its SANs must name the bind address)", set: str(func(c *agentConfig) *string { return &c.TLS.CertFile })},
+	{section: "tls", key: "key_file", usage: "PEM private key of cert_file", set: str(func(c *agentConfig) *string { return &c.TLS.KeyFile })},
+	{section: "tls", key: "verify_incoming", usage: "the API requires a client certificate signed by ca_file (raft always does)", set: boolean(func(c *agentConfig) *bool { return &c.TLS.VerifyIncoming })},
+	{section: "tls", key: "verify_outgoing", usage: "verify the leader's certificate when forwarding (default true)", set: boolean(func(c *agentConfig) *bool { return &c.TLS.VerifyOutgoing })},
 }
 
 func envName(o option) string {
@@ -463,13 +537,22 @@ func (c *agentConfig) validate() error {
 	if c.Ironic.URL != "" && !strings.HasPrefix(c.Ironic.URL, "http://") && !strings.HasPrefix(c.Ironic.URL, "https://") {
 		errs = append(errs, fmt.Errorf("[ironic] url %q must start with http:// or https://", c.Ironic.URL))
 	}
-	if len(c.AdminTokens) == 0 {
-		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment"))
+	if len(c.AdminTokens) == 0 && (c.AuthStrategy != strategyKeystone || c.PeerToken == "") {
+		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment (with strategy keystone, [auth] peer_token is enough)"))
 	}
+	errs = append(errs, c.validateAuth())
 	for _, t := range append(append([]string{}, c.AdminTokens...), c.ReaderTokens...) {
 		if len(t) < 8 {
 			errs = append(errs, fmt.Errorf("token %q is too short: use at least 8 characters", t[:min(len(t), 3)]+"…"))
 		}
+	}
+	c.tls = nil
+	if c.TLS.Enabled() {
+		tc, err := tlsutil.Load(c.TLS)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.tls = tc
 	}
 	cc := c.clusterConfig()
 	if err := cc.Validate(); err != nil {
@@ -499,7 +582,10 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
 		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
 		DownGrace: c.Failover.DownGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
-		DeletedRetention: c.DeletedRetention,
-		Settings:         map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
+		DeletedRetention:       c.DeletedRetention,
+		TLS:                    c.tls,
+		GossipKey:              c.GossipKey,
+		DeadServerCleanupAfter: c.DeadServerCleanupAfter,
+		Settings:               map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
 	}
 }

@@ -11,7 +11,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/cluster/tlsutil"
+	"github.com/corral-dev/corral/ironic"
 )
 
 const goodToken = "admin-token-0001"
@@ -223,10 +227,10 @@ func TestConfigErrors(t *testing.T) {
 		{name: "unknown key close to none", file: "[raft]\nzzzzzz = 1\n", env: ok,
 			want: []string{"unknown option [raft] zzzzzz", "known keys in [raft]: port, bootstrap_expect, max_voters"},
 			not:  []string{"did you mean"}},
-		{name: "unknown key in a one-key section", file: "[api]\nlisten = x\n", env: ok,
-			want: []string{"unknown option [api] listen", "known keys in [api]: port)"}, not: []string{"did you mean"}},
+		{name: "unknown key in a one-key section", file: "[telemetry]\nlisten = x\n", env: ok,
+			want: []string{"unknown option [telemetry] listen", "known keys in [telemetry]: metrics_require_auth)"}, not: []string{"did you mean"}},
 		{name: "unknown section", file: "[gosip]\nport = 7000\n", env: ok,
-			want: []string{"unknown option [gosip] port", "[gosip] is not a section", "known sections: DEFAULT, api, auth, failover, gossip, hypervisor, "}},
+			want: []string{"unknown option [gosip] port", "[gosip] is not a section", "known sections: DEFAULT, api, auth, failover, glance, gossip, hypervisor, "}},
 		{name: "section names are case-sensitive", file: "[Raft]\nport = 7000\n", env: ok,
 			want: []string{"[Raft] is not a section"}},
 		{name: "bad duration", file: "[raft]\nheartbeat_timeout = 5\n", env: ok,
@@ -337,8 +341,15 @@ leave_on_terminate = true
 
 [api]
 port = 8480
+max_body_bytes = 2097152
+write_rate = 5
+write_burst = 10
+
+[telemetry]
+metrics_require_auth = true
 
 [raft]
+dead_server_cleanup_after = 90s
 port = 8481
 bootstrap_expect = 3
 max_voters = 7
@@ -359,11 +370,32 @@ probe_timeout = 400ms
 suspicion_mult = 5
 gossip_interval = 200ms
 push_pull_interval = 30s
+encrypt = 3wLKQLmwNXe2aMW0MmFZCkhp7kY1tOJSXSL4uEl9i7Q=
 
 [auth]
 admin_tokens = admin-secret-0001, admin-secret-0002
 reader_tokens = reader-secret-0001
 peer_token = peer-secret-00001
+strategy = token
+
+# Read with strategy = keystone only.
+[keystone_authtoken]
+auth_url = http://10.1.2.20:5000/v3
+www_authenticate_uri = http://keystone.example.com:5000
+username = corral
+password = service-secret
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+token_cache_time = 120
+
+# TLS is off while the three files are empty (TestTLSCreateAndConfig sets them).
+[tls]
+ca_file =
+cert_file =
+key_file =
+verify_incoming = true
+verify_outgoing = false
 
 [ironic]
 url = http://10.1.2.10:6385
@@ -375,6 +407,15 @@ workers = 16
 max_version = 1.80
 deploy_wait = poll
 orphan_grace = 1m
+auth_type = none
+auth_url = http://10.1.2.20:5000/v3
+username = corral
+password = service-secret
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = RegionOne
+valid_interfaces = internal
 
 [failover]
 down_grace = 3s
@@ -424,12 +465,23 @@ func TestConfigFullExample(t *testing.T) {
 		PeerToken:    "peer-secret-00001",
 		Ironic: ironicConfig{URL: "http://10.1.2.10:6385", Reservation: "allocations", SyncInterval: 10 * time.Second,
 			RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80",
-			OrphanGrace: time.Minute, DeployWait: "poll"},
+			OrphanGrace: time.Minute, DeployWait: "poll", Auth: ironic.Auth{Type: "none", AuthURL: "http://10.1.2.20:5000/v3",
+				Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",
+				ProjectDomainName: "Default", RegionName: "RegionOne", Interface: "internal"}},
+		AuthStrategy: "token",
+		Keystone: keystone.Options{AuthURL: "http://10.1.2.20:5000/v3", WWWAuthenticateURI: "http://keystone.example.com:5000",
+			Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",
+			ProjectDomainName: "Default", TokenCacheTime: 120 * time.Second},
 		DeletedRetention: 12 * time.Hour,
 		Failover:         failoverConfig{DownGrace: 3 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
 		Hypervisor: hypervisorConfig{VCPUs: 32, MemoryMB: 131072, DiskGB: 900, CPUAllocationRatio: 8,
 			RAMAllocationRatio: 1.2, DiskAllocationRatio: 1.1},
-		LegacyInventory: true,
+		LegacyInventory:        true,
+		TLS:                    tlsutil.Files{VerifyIncoming: true},
+		GossipKey:              "3wLKQLmwNXe2aMW0MmFZCkhp7kY1tOJSXSL4uEl9i7Q=",
+		Limits:                 api.Limits{MaxBodyBytes: 2 << 20, WriteRate: 5, WriteBurst: 10},
+		MetricsRequireAuth:     true,
+		DeadServerCleanupAfter: 90 * time.Second,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("full example:\n got %+v\nwant %+v", c, want)

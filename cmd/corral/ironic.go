@@ -22,7 +22,7 @@ func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.
 	backoff := 500 * time.Millisecond
 	for {
 		var err error
-		client, err = ironic.New(ctx, ironic.Options{URL: cfg.URL, MaxVersion: cfg.MaxVersion,
+		client, err = ironic.New(ctx, ironic.Options{URL: cfg.URL, Auth: cfg.Auth, MaxVersion: cfg.MaxVersion,
 			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg, UserAgent: "corral-host/" + node.Name(),
 			HTTPClient: baremetalHTTPClient()})
 		if err == nil {

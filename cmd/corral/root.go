@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ type cliOpts struct {
 	token       string
 	format      string
 	consistency string
+	tls         *tls.Config // from CORRAL_CACERT, CORRAL_CLIENT_CERT, CORRAL_CLIENT_KEY
 }
 
 // exitError carries a process exit code.
@@ -49,6 +51,14 @@ func newRootCmd() *cobra.Command {
 		Short:         "corral: peer compute hosts that manage one Ironic bare-metal cloud through Raft",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			tc, err := client.TLSConfigFromEnv(os.Getenv)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			o.tls = tc
+			return nil
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.addr, "addr", envOr("CORRAL_ADDR", "http://127.0.0.1:7480"), "API address of any peer (env CORRAL_ADDR)")
@@ -58,6 +68,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newAgentCmd(), newDevCmd(), newMembersCmd(o), newRaftCmd(o), newHostCmd(o),
 		newFlavorCmd(o), newLeaveCmd(o), newServerCmd(o), newNodeCmd(o), newSimCmd(), newPlanCmd(o),
 		newManageCmd(o), newProviderCmd(o))
+	root.AddCommand(newTLSCmd(), newKeygenCmd(), newKeyringCmd(o), newOperatorCmd(o), newSnapshotCmd(o), newVersionCmd(o))
+	root.Version = currentBuild().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 
@@ -68,7 +81,13 @@ func envOr(k, def string) string {
 	return def
 }
 
-func (o *cliOpts) client() *client.Client { return client.New(o.addr, o.token) }
+func (o *cliOpts) client() *client.Client {
+	c := client.New(o.addr, o.token)
+	if o.tls != nil {
+		_ = c.UseTLS(o.tls) // never fails with a configuration
+	}
+	return c
+}
 
 // get performs a read with the chosen consistency.
 func (o *cliOpts) get(ctx context.Context, path string, out any) error {

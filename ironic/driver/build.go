@@ -192,7 +192,7 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 			return d.notHeld(h, s, n, "deploying")
 		}
 		spec := ironic.DeploySpec{ImageSource: s.ImageRef, RootGB: s.Flavor.Disk, DisplayName: s.Name,
-			Capabilities: flavorCapabilities(s.Flavor)}
+			Capabilities: flavorCapabilities(s.Flavor), ConfigDriveData: configDrive(s)}
 		if _, err := h.Reread(s, true); err != nil {
 			return err
 		}

@@ -6,6 +6,11 @@
 // resumes instead of redoing, and every Ironic side effect is preceded by a check that the
 // node still carries this server's reservation.
 //
+// A deploy or undeploy in flight holds no worker: the driver parks the server
+// (compute.Handle.Await) and the host's one watcher (watch.go, run by the manager as a
+// compute.Runner) learns where every parked node stands with a listing per provision state
+// per round, then wakes the server's next step.
+//
 // It owns only what an owner does to its own servers; the node mirror and the reaper are
 // the leader's (ironic/mirror), and node ranking lives apart in candidates.go. It consumes
 // Ironic through the Ironic interface it declares and the peer through compute.Handle: it

@@ -28,6 +28,10 @@ type Ironic interface {
 	PageSize() int
 	AttachVIF(ctx context.Context, nodeID, vifID string) error
 	DetachVIF(ctx context.Context, nodeID, vifID string) error
+	// Server actions (actions.go).
+	SetPowerState(ctx context.Context, nodeID, target string) error
+	WaitPowerState(ctx context.Context, nodeID, want string) (ironic.Node, error)
+	Rebuild(ctx context.Context, nodeID string, spec ironic.DeploySpec) error
 }
 
 var (

@@ -376,10 +376,3 @@ func (w *watcher) learnDuration(d time.Duration) {
 	}
 	w.expected = (w.expected*7 + d) / 8
 }
-
-// Awaiting is the number of servers the watcher waits for.
-func (d *Driver) Awaiting() int {
-	d.w.mu.Lock()
-	defer d.w.mu.Unlock()
-	return len(d.w.entries)
-}

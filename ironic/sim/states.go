@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -113,6 +114,7 @@ func (c *call) setProvisionState(ident string) {
 		}
 		if len(body.ConfigDrive) > 0 && string(body.ConfigDrive) != "null" {
 			n.instanceInfo["configdrive"] = "******"
+			n.configDrive = slices.Clone(body.ConfigDrive)
 		}
 		n.driverInternalInfo["deploy_steps"] = nil
 	case "deleting":
@@ -139,6 +141,7 @@ func (s *Server) tearDown(n *node) {
 	n.allocationID = 0
 	n.instanceUUID = nil
 	n.instanceInfo = map[string]any{}
+	n.configDrive = nil
 	delete(n.driverInternalInfo, "is_whole_disk_image")
 }
 

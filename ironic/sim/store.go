@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -35,7 +36,8 @@ type node struct {
 	owner, lessee        *string
 	automatedClean       *bool
 	vifs                 []string
-	locked               int // background tasks holding the node lock
+	configDrive          json.RawMessage // as sent with the deploy (Ironic masks it in instance_info)
+	locked               int             // background tasks holding the node lock
 	created, updated     time.Time
 	provisionUpdated     time.Time
 }

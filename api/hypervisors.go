@@ -1,0 +1,325 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/fsm/placement"
+	"github.com/corral-dev/corral/fsm/sched"
+)
+
+// Hypervisors, as Nova shows them with its Ironic driver: one per Ironic
+// node, whose id (from microversion 2.53) and hypervisor_hostname are the
+// node's UUID and whose type is "ironic"; and one per hypervisor-kind host,
+// whose id is the host's resource provider and whose type is "fake" (the
+// VM driver corral runs there).
+//
+// The service of a node's hypervisor is the corral host that owns the
+// server holding the node. A node that holds no server belongs to the host
+// corral's rendezvous hash picks for the node's UUID among the up,
+// undrained Ironic hosts (every peer picks the same; it changes only when
+// hosts come, go or drain), or to no host when there is none.
+//
+// A hypervisor is down when its host is, or when the node is missing from
+// Ironic's latest listing; disabled when its host is drained or the node is
+// in maintenance.
+
+const (
+	hypervisorIronic = "ironic"
+	hypervisorVM     = "fake"
+)
+
+// hypervisor is one row of os-hypervisors, before rendering.
+type hypervisor struct {
+	id       string // UUID: node UUID or the host's resource provider
+	hostname string
+	typ      string
+	host     fsm.Host // the service's host (Name "" when none)
+	state    string
+	status   string
+	hostIP   string
+	vcpus    int64
+	memoryMB int64
+	localGB  int64
+	used     map[string]int64
+	servers  []fsm.Server
+}
+
+// hypervisors lists every hypervisor, sorted by id.
+func (s *Server) hypervisors() []hypervisor {
+	st := s.c.Store()
+	hosts := map[string]fsm.Host{}
+	var cands []sched.Candidate
+	for _, h := range st.Hosts() {
+		hosts[h.Name] = h
+		if h.Kind == fsm.KindIronic && h.Status == fsm.HostUp && !h.Drained {
+			cands = append(cands, sched.Candidate{Name: h.Name})
+		}
+	}
+	byNode := map[string][]fsm.Server{}
+	byHost := map[string][]fsm.Server{}
+	for _, v := range st.Servers() {
+		if !v.Live() {
+			continue
+		}
+		node := v.NodeUUID
+		if node == "" {
+			node = v.ClaimedNode
+		}
+		if node != "" {
+			byNode[node] = append(byNode[node], v)
+		} else if hosts[v.Host].Kind == fsm.KindHypervisor {
+			byHost[v.Host] = append(byHost[v.Host], v)
+		}
+	}
+	var out []hypervisor
+	for _, n := range st.Nodes() {
+		hv := hypervisor{id: n.UUID, hostname: n.UUID, typ: hypervisorIronic, servers: byNode[n.UUID]}
+		owner := ""
+		if len(hv.servers) > 0 {
+			owner = hv.servers[0].Host
+		} else {
+			owner = sched.ChooseHost(cands, n.UUID)
+		}
+		hv.host = hosts[owner]
+		hv.state, hv.status = hypervisorState(hv.host, n.Missing, n.Maintenance)
+		hv.hostIP = hostIP(hv.host)
+		out = append(out, hv)
+	}
+	for _, h := range st.Hosts() {
+		if h.Kind != fsm.KindHypervisor {
+			continue
+		}
+		hv := hypervisor{id: fsm.HostProviderUUID(h.Name), hostname: h.Name, typ: hypervisorVM, host: h,
+			hostIP: hostIP(h), servers: byHost[h.Name]}
+		hv.state, hv.status = hypervisorState(h, false, false)
+		st.PlacementRead(func(p *placement.Store) {
+			if prov, err := p.Provider(hv.id); err == nil {
+				hv.vcpus = prov.Inventories["VCPU"].Total
+				hv.memoryMB = prov.Inventories["MEMORY_MB"].Total
+				hv.localGB = prov.Inventories["DISK_GB"].Total
+			}
+			hv.used, _ = p.Usages(hv.id)
+		})
+		out = append(out, hv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func hypervisorState(h fsm.Host, missing, maintenance bool) (state, status string) {
+	state, status = "up", "enabled"
+	if h.Name == "" || h.Status != fsm.HostUp || missing {
+		state = "down"
+	}
+	if h.Name == "" || h.Drained || maintenance {
+		status = "disabled"
+	}
+	return state, status
+}
+
+// hostIP is the address part of a host's API address.
+func hostIP(h fsm.Host) string {
+	if ip, _, err := net.SplitHostPort(h.APIAddr); err == nil {
+		return ip
+	}
+	return h.APIAddr
+}
+
+// hypervisorID is a hypervisor's id at the request's microversion.
+func hypervisorID(c echo.Context, hv hypervisor) any {
+	if mvAtLeast(c, 2, 53) {
+		return hv.id
+	}
+	return legacyID("hypervisor/" + hv.id)
+}
+
+// render shows a hypervisor as Nova does (the fields before 2.88).
+func (hv hypervisor) render(c echo.Context, detail, withServers bool) map[string]any {
+	out := map[string]any{"id": hypervisorID(c, hv), "hypervisor_hostname": hv.hostname,
+		"state": hv.state, "status": hv.status}
+	if withServers && len(hv.servers) > 0 {
+		srv := make([]map[string]string, 0, len(hv.servers))
+		for _, v := range hv.servers {
+			srv = append(srv, map[string]string{"uuid": v.ID, "name": v.Name})
+		}
+		out["servers"] = srv
+	}
+	if !detail {
+		return out
+	}
+	var svcID any
+	var reason any
+	svcHost := any(nil)
+	if hv.host.Name != "" {
+		svcHost = hv.host.Name
+		svcID = legacyID("service/" + hv.host.Name)
+		if mvAtLeast(c, 2, 53) {
+			svcID = serviceUUID(hv.host.Name)
+		}
+		if hv.host.Drained && hv.host.DrainReason != "" {
+			reason = hv.host.DrainReason
+		}
+	}
+	var cpuInfo any = "{}"
+	if mvAtLeast(c, 2, 28) {
+		cpuInfo = map[string]any{}
+	}
+	memUsed, diskUsed, vcpusUsed := hv.used["MEMORY_MB"], hv.used["DISK_GB"], hv.used["VCPU"]
+	fields := map[string]any{
+		"hypervisor_type": hv.typ, "hypervisor_version": 1, "host_ip": hv.hostIP,
+		"service":  map[string]any{"host": svcHost, "id": svcID, "disabled_reason": reason},
+		"cpu_info": cpuInfo, "current_workload": 0, "running_vms": len(hv.servers),
+		"vcpus": hv.vcpus, "vcpus_used": vcpusUsed,
+		"memory_mb": hv.memoryMB, "memory_mb_used": memUsed, "free_ram_mb": hv.memoryMB - memUsed,
+		"local_gb": hv.localGB, "local_gb_used": diskUsed, "free_disk_gb": hv.localGB - diskUsed,
+		"disk_available_least": hv.localGB - diskUsed,
+	}
+	for k, v := range fields {
+		out[k] = v
+	}
+	return out
+}
+
+// parseBoolQuery parses a boolean query parameter as Nova does.
+func parseBoolQuery(c echo.Context, name string) (bool, error) {
+	v := c.QueryParam(name)
+	switch strings.ToLower(v) {
+	case "", "0", "false", "f", "no", "n", "off":
+		return false, nil
+	case "1", "true", "t", "yes", "y", "on":
+		return true, nil
+	}
+	return false, badRequest("Invalid input for query parameters %s. Value: %s. Expected a boolean.", name, v)
+}
+
+func (s *Server) listHypervisors(detail bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		withServers := false
+		pattern := ""
+		if mvAtLeast(c, 2, 53) {
+			var err error
+			if withServers, err = parseBoolQuery(c, "with_servers"); err != nil {
+				return err
+			}
+			pattern = c.QueryParam("hypervisor_hostname_pattern")
+		}
+		limit, marker := -1, ""
+		if mvAtLeast(c, 2, 33) {
+			if l := c.QueryParam("limit"); l != "" {
+				n, err := strconv.Atoi(l)
+				if err != nil || n < 0 {
+					return badRequest("Invalid input for query parameters limit. Value: %s. Expected a non-negative integer.", l)
+				}
+				limit = n
+			}
+			marker = c.QueryParam("marker")
+		}
+		if pattern != "" && (limit >= 0 || marker != "") {
+			return badRequest("Paging over hypervisors with the hypervisor_hostname_pattern query parameter is not supported.")
+		}
+		if err := s.readBarrier(c); err != nil {
+			return err
+		}
+		all := s.hypervisors()
+		if marker != "" {
+			found := false
+			for i, hv := range all {
+				if fmt.Sprint(hypervisorID(c, hv)) == marker {
+					all, found = all[i+1:], true
+					break
+				}
+			}
+			if !found {
+				return badRequest("marker [%s] not found", marker)
+			}
+		}
+		out := []map[string]any{}
+		more := false
+		for _, hv := range all {
+			if pattern != "" && !strings.Contains(hv.hostname, pattern) {
+				continue
+			}
+			if limit >= 0 && len(out) == limit {
+				more = true
+				break
+			}
+			out = append(out, hv.render(c, detail, withServers))
+		}
+		if pattern != "" && len(out) == 0 {
+			return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("No hypervisor matching '%s' could be found.", pattern))
+		}
+		resp := map[string]any{"hypervisors": out}
+		if more && len(out) > 0 {
+			q := c.QueryParams()
+			nq := url.Values{}
+			for k, v := range q {
+				nq[k] = v
+			}
+			nq.Set("marker", fmt.Sprint(out[len(out)-1]["id"]))
+			resp["hypervisors_links"] = []link{{Rel: "next", Href: baseURL(c) + c.Request().URL.Path + "?" + nq.Encode()}}
+		}
+		return c.JSON(http.StatusOK, resp)
+	}
+}
+
+// findHypervisor resolves the {id} of a hypervisor path at the request's
+// microversion: a UUID from 2.53, an integer before.
+func (s *Server) findHypervisor(c echo.Context) (hypervisor, error) {
+	id := c.Param("id")
+	notFound := echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("Hypervisor with ID %s could not be found.", id))
+	if mvAtLeast(c, 2, 53) {
+		if uuid.Validate(id) != nil {
+			return hypervisor{}, badRequest("Invalid uuid %s", id)
+		}
+	} else if _, ok := parseLegacyID(id); !ok {
+		return hypervisor{}, notFound
+	}
+	if err := s.readBarrier(c); err != nil {
+		return hypervisor{}, err
+	}
+	for _, hv := range s.hypervisors() {
+		if fmt.Sprint(hypervisorID(c, hv)) == id {
+			return hv, nil
+		}
+	}
+	return hypervisor{}, notFound
+}
+
+func (s *Server) getHypervisor(c echo.Context) error {
+	withServers := false
+	if mvAtLeast(c, 2, 53) {
+		var err error
+		if withServers, err = parseBoolQuery(c, "with_servers"); err != nil {
+			return err
+		}
+	}
+	hv, err := s.findHypervisor(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"hypervisor": hv.render(c, true, withServers)})
+}
+
+// hypervisorUptime answers as Nova does for drivers that cannot tell the
+// uptime (its Ironic driver among them).
+func (s *Server) hypervisorUptime(c echo.Context) error {
+	if _, err := s.findHypervisor(c); err != nil {
+		return err
+	}
+	return echo.NewHTTPError(http.StatusNotImplemented, "Virt driver does not implement uptime function.")
+}
+
+// listAggregates answers the host aggregates corral has: none.
+func (s *Server) listAggregates(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"aggregates": []any{}})
+}

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/glance"
+)
+
+// ImageService reads images from Glance (*glance.Client implements it).
+// Errors wrap glance.ErrNotFound, glance.ErrUnauthorized or
+// glance.ErrUnavailable.
+type ImageService interface {
+	Image(ctx context.Context, token, id string) (glance.Image, error)
+}
+
+// checkImageRef checks a boot's or rebuild's imageRef and returns what
+// Ironic gets as the node's image_source.
+//
+// With an image service configured ([glance]), imageRef is a Glance image
+// id (a UUID, or a link ending in one): the image must exist and be
+// active, as Nova checks, and Ironic fetches it from Glance. It is looked
+// up with the caller's own token, so it must be a Keystone token.
+//
+// Without one, imageRef goes to Ironic as it is: an http(s):// URL Ironic
+// downloads (the simulator and `corral dev` take any), or whatever the
+// Ironic behind corral accepts as image_source.
+func (s *Server) checkImageRef(c echo.Context, ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return "", badRequest("imageRef is required: a bare-metal server boots from an image")
+	}
+	if s.cfg.Images == nil {
+		return ref, nil
+	}
+	id := ref
+	if i := strings.LastIndex(ref, "/"); i >= 0 {
+		id = ref[i+1:]
+	}
+	if uuid.Validate(id) != nil {
+		return "", badRequest("Invalid imageRef provided: %q is not a Glance image id; give the id of an active image (openstack image list)", ref)
+	}
+	im, err := s.cfg.Images.Image(c.Request().Context(), requestToken(c), id)
+	switch {
+	case errors.Is(err, glance.ErrNotFound):
+		return "", badRequest("Image %s could not be found.", id)
+	case errors.Is(err, glance.ErrUnauthorized):
+		return "", badRequest("Image %s could not be read with this token (%v): boot with a Keystone token", id, err)
+	case err != nil:
+		return "", echo.NewHTTPError(http.StatusServiceUnavailable, fmt.Sprintf("cannot check image %s: %v", id, err))
+	case im.Status != "active":
+		return "", badRequest("Image %s is not active (status %s).", id, im.Status)
+	}
+	return im.ID, nil
+}
+
+// requestToken is the token the request came with.
+func requestToken(c echo.Context) string {
+	h := c.Request().Header
+	if t := h.Get("X-Auth-Token"); t != "" {
+		return t
+	}
+	if b, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(b)
+	}
+	return ""
+}

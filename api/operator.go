@@ -1,0 +1,210 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/cluster"
+)
+
+// KeyringPath is the operator endpoint of the gossip keyring.
+const KeyringPath = "/v1/operator/keyring"
+
+// Operator is what the operator endpoints need from the peer they run on.
+type Operator interface {
+	// KeyringLocal applies one keyring operation to this peer only.
+	KeyringLocal(op, key string) (cluster.KeyringStatus, error)
+	// PeerAPIs is the API address of every live member, by name.
+	PeerAPIs() map[string]string
+	// CallPeer sends a JSON request to another member's API.
+	CallPeer(ctx context.Context, api, method, path string, in, out any) error
+	// RemovePeer removes a dead server from raft (asking the leader).
+	RemovePeer(ctx context.Context, name string) error
+	// IsLeader reports whether this peer leads; the snapshot calls below
+	// run on the leader, a follower proxies them with ProxySnapshot.
+	IsLeader() bool
+	SaveSnapshot(ctx context.Context, w io.Writer) (cluster.SnapshotHeader, error)
+	RestoreSnapshot(ctx context.Context, r io.Reader) (cluster.SnapshotHeader, error)
+	ProxySnapshot(ctx context.Context, method string, body io.Reader) (*http.Response, error)
+}
+
+// snapshot saves (GET) or restores (POST) the replicated state, on the
+// leader; a follower passes the request on to it.
+func (s *Server) snapshot(c echo.Context) error {
+	op := s.cfg.Operator
+	if op == nil {
+		return echo.NewHTTPError(http.StatusNotImplemented, "this peer has no operator endpoints")
+	}
+	r := c.Request()
+	body := http.MaxBytesReader(c.Response(), r.Body, cluster.MaxSnapshotBytes+64<<10)
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
+	defer cancel()
+	if !op.IsLeader() {
+		var in io.Reader
+		if r.Method == http.MethodPost {
+			in = body
+		}
+		resp, err := op.ProxySnapshot(ctx, r.Method, in)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		for _, h := range []string{"Content-Type", "X-Corral-Snapshot-Index", "X-Corral-Snapshot-Sha256"} {
+			if v := resp.Header.Get(h); v != "" {
+				c.Response().Header().Set(h, v)
+			}
+		}
+		c.Response().WriteHeader(resp.StatusCode)
+		_, err = io.Copy(c.Response(), resp.Body)
+		return err
+	}
+	if r.Method == http.MethodPost {
+		h, err := op.RestoreSnapshot(ctx, body)
+		switch {
+		case isBodyTooLarge(err):
+			return err
+		case errors.Is(err, cluster.ErrBadSnapshot):
+			return badRequest("%v", err)
+		case err != nil:
+			return err
+		}
+		return c.JSON(http.StatusOK, h)
+	}
+	var buf bytes.Buffer
+	h, err := op.SaveSnapshot(ctx, &buf)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Content-Type", "application/octet-stream")
+	c.Response().Header().Set("X-Corral-Snapshot-Index", strconv.FormatUint(h.Index, 10))
+	c.Response().Header().Set("X-Corral-Snapshot-Sha256", h.SHA256)
+	return c.Blob(http.StatusOK, "application/octet-stream", buf.Bytes())
+}
+
+// RemovePeerRequest is the body of POST cluster.RemovePeerPath.
+type RemovePeerRequest struct {
+	Name string `json:"name"`
+}
+
+func (s *Server) removePeer(c echo.Context) error {
+	op := s.cfg.Operator
+	if op == nil {
+		return echo.NewHTTPError(http.StatusNotImplemented, "this peer has no operator endpoints")
+	}
+	var req RemovePeerRequest
+	if err := bindStrict(c, &req); err != nil {
+		return err
+	}
+	if req.Name == "" {
+		return badRequest("name is empty: give the raft server (peer name) to remove")
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	err := op.RemovePeer(ctx, req.Name)
+	switch {
+	case errors.Is(err, cluster.ErrPeerAlive):
+		return echo.NewHTTPError(http.StatusConflict, err.Error())
+	case errors.Is(err, cluster.ErrUnknownPeer):
+		return echo.NewHTTPError(http.StatusNotFound, err.Error())
+	case err != nil:
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// KeyringRequest is the body of POST (install), PUT (use) and DELETE
+// (remove) on KeyringPath.
+type KeyringRequest struct {
+	Key string `json:"key"`
+}
+
+// KeyringResponse lists each member's keyring after the operation, and
+// the members on which it failed. Without ?local=true the operation is
+// applied on every live member.
+type KeyringResponse struct {
+	Peers  []cluster.KeyringStatus `json:"peers"`
+	Errors map[string]string       `json:"errors,omitempty"`
+}
+
+// keyringOps maps each method to its keyring operation.
+var keyringOps = map[string]string{
+	http.MethodGet:    cluster.KeyringList,
+	http.MethodPost:   cluster.KeyringInstall,
+	http.MethodPut:    cluster.KeyringUse,
+	http.MethodDelete: cluster.KeyringRemove,
+}
+
+func (s *Server) keyring(c echo.Context) error {
+	op := s.cfg.Operator
+	if op == nil {
+		return echo.NewHTTPError(http.StatusNotImplemented, "this peer has no operator endpoints")
+	}
+	verb := keyringOps[c.Request().Method]
+	var req KeyringRequest
+	if verb != cluster.KeyringList {
+		if err := bindStrict(c, &req); err != nil {
+			return err
+		}
+		if _, err := cluster.ParseGossipKey(req.Key); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	if local, _ := strconv.ParseBool(c.QueryParam("local")); local {
+		st, err := op.KeyringLocal(verb, req.Key)
+		if err != nil {
+			// Encryption off, or the keyring refused the change (a key not
+			// installed made primary, the primary removed).
+			return echo.NewHTTPError(http.StatusConflict, err.Error())
+		}
+		return c.JSON(http.StatusOK, KeyringResponse{Peers: []cluster.KeyringStatus{st}})
+	}
+	// Apply on every live member at once; each answers for itself.
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 15*time.Second)
+	defer cancel()
+	resp := KeyringResponse{Errors: map[string]string{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, addr := range op.PeerAPIs() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var one KeyringResponse
+			var err error
+			if addr == "" || name == s.c.Name() {
+				var st cluster.KeyringStatus
+				st, err = op.KeyringLocal(verb, req.Key)
+				one.Peers = []cluster.KeyringStatus{st}
+			} else {
+				var body any
+				if verb != cluster.KeyringList {
+					body = req
+				}
+				err = op.CallPeer(ctx, addr, c.Request().Method, KeyringPath+"?local=true", body, &one)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				resp.Errors[name] = err.Error()
+				return
+			}
+			resp.Peers = append(resp.Peers, one.Peers...)
+		}()
+	}
+	wg.Wait()
+	sort.Slice(resp.Peers, func(i, j int) bool { return resp.Peers[i].Peer < resp.Peers[j].Peer })
+	status := http.StatusOK
+	if len(resp.Errors) > 0 {
+		// Some members did not apply it: the caller must look and retry.
+		status = http.StatusMultiStatus
+	}
+	return c.JSON(status, resp)
+}

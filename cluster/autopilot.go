@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// RemovePeerPath is the operator endpoint that removes a raft server.
+const RemovePeerPath = "/v1/operator/raft/remove-peer"
+
+// ErrPeerAlive refuses to remove a peer that gossip shows alive.
+var ErrPeerAlive = errors.New("the peer is alive: stop it, or make it leave with `corral leave`, before removing it from raft")
+
+// ErrUnknownPeer is a remove-peer of a name not in the raft configuration.
+var ErrUnknownPeer = errors.New("no such raft server: see `corral raft status` for the voters and non-voters")
+
+// quorum is the number of voters a configuration of n voters needs.
+func quorum(n int) int { return n/2 + 1 }
+
+// cleanupDeadVoters removes from raft the voters that gossip has seen dead
+// for longer than DeadServerCleanupAfter, as long as the live voters left
+// still form a quorum of the smaller configuration. The promotion path of
+// reconcileRaft then fills the freed voter slot with a healthy non-voter.
+func (n *Node) cleanupDeadVoters(members []memberState) error {
+	after := n.cfg.DeadServerCleanupAfter
+	if after <= 0 {
+		return nil
+	}
+	voters, _ := n.suffrage()
+	byName := map[string]memberState{}
+	for _, m := range members {
+		byName[m.Name] = m
+	}
+	live := 0
+	var dead []string
+	now := time.Now()
+	for _, v := range voters {
+		name := string(v.ID)
+		m, ok := byName[name]
+		switch {
+		case name == n.cfg.Name || ok && m.Status == MemberAlive:
+			live++
+		case ok && m.Status == MemberDead && now.Sub(m.Changed) > after:
+			dead = append(dead, name)
+		}
+	}
+	sort.Strings(dead)
+	var errs []error
+	count := len(voters)
+	for _, name := range dead {
+		if live < quorum(count-1) {
+			n.log.Warn("not removing dead voter: the live voters left would not form a quorum", "member", name,
+				"voters", count, "live", live)
+			break
+		}
+		n.log.Warn("removing dead voter from raft", "member", name, "dead_for", now.Sub(byName[name].Changed).Round(time.Second),
+			"dead_server_cleanup_after", after)
+		if err := n.raft.RemoveServer(raft.ServerID(name), 0, n.cfg.Raft.ApplyTimeout).Error(); err != nil {
+			errs = append(errs, fmt.Errorf("remove dead voter %s: %w", name, err))
+			continue
+		}
+		n.metrics.deadVotersRemoved.Inc()
+		count--
+	}
+	return errors.Join(errs...)
+}
+
+// RemovePeer removes a server from the raft configuration (`corral
+// operator raft remove-peer`). On a follower it asks the leader.
+func (n *Node) RemovePeer(ctx context.Context, name string) error {
+	if m, ok := n.gossip.member(name); ok && m.Status == MemberAlive {
+		return fmt.Errorf("remove %s: %w", name, ErrPeerAlive)
+	}
+	if !n.IsLeader() {
+		api, err := n.leaderAPI()
+		if err != nil {
+			return err
+		}
+		return n.CallPeer(ctx, api, http.MethodPost, RemovePeerPath, map[string]string{"name": name}, nil)
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("read raft configuration: %w", err)
+	}
+	found := false
+	for _, s := range f.Configuration().Servers {
+		found = found || string(s.ID) == name
+	}
+	if !found {
+		return fmt.Errorf("remove %s: %w", name, ErrUnknownPeer)
+	}
+	n.log.Warn("removing raft server on operator request", "member", name)
+	if err := n.raft.RemoveServer(raft.ServerID(name), 0, n.cfg.Raft.ApplyTimeout).Error(); err != nil {
+		return fmt.Errorf("remove %s from raft: %w", name, err)
+	}
+	return nil
+}

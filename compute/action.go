@@ -1,0 +1,46 @@
+package compute
+
+import (
+	"context"
+	"errors"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// Actor is implemented by a virt driver that carries out server actions
+// (stop, start, reboot, rebuild). Act does s.Action on the backend and
+// returns when it is done; it must be idempotent (a new owner after a
+// failover calls it again) and fence every side effect like Build. A
+// PermanentError ends the action with the server in ERROR.
+type Actor interface {
+	Act(ctx context.Context, h *Handle, s fsm.Server) error
+}
+
+// act carries out the action a user committed (the intent in the log) and
+// commits its outcome at this host's epoch.
+func (m *Manager) act(ctx context.Context, h *Handle, s fsm.Server) error {
+	if s.Action == nil {
+		m.log.Error("server is in an action's task state without the action; leaving it", "server", s.ID, "task", s.TaskState)
+		return ErrStop
+	}
+	var err error
+	if a, ok := m.virt.(Actor); ok {
+		err = a.Act(ctx, h, s)
+	} else {
+		err = Permanent("the %s driver cannot %s a server", m.virt.Kind(), s.Action.Kind)
+	}
+	var pe *PermanentError
+	if err != nil && !errors.As(err, &pe) {
+		return err // retried; a fenced error stops the worker
+	}
+	fin := &fsm.FinishServerAction{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: s.Action.Kind}
+	if pe != nil {
+		fin.Fault = &fsm.Fault{Code: 500, Message: pe.Msg}
+	}
+	if err := h.Commit(ctx, fin); err != nil {
+		return err
+	}
+	m.m.actions.WithLabelValues(s.Action.Kind, map[bool]string{true: "error", false: "done"}[pe != nil]).Inc()
+	m.log.Info("server action done", "server", s.ID, "action", s.Action.Kind, "failed", pe != nil)
+	return nil
+}

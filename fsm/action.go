@@ -1,0 +1,216 @@
+package fsm
+
+import (
+	"fmt"
+	"time"
+)
+
+// Server actions (stop, start, reboot, rebuild) follow the pattern of
+// deploys: the request commits the intent (a task state and the action),
+// the owner host carries it out on its backend, fenced by its epoch, and
+// commits the outcome at that epoch. A new owner after a failover finds
+// the intent in the log and carries it out again (every action is
+// idempotent on the backend). Renames and locks change only the log.
+
+// StatusShutoff is Nova's status of a stopped server.
+const StatusShutoff ServerStatus = "SHUTOFF"
+
+// Task states of server actions, as Nova names them.
+const (
+	TaskPoweringOff   = "powering-off"
+	TaskPoweringOn    = "powering-on"
+	TaskRebooting     = "rebooting"
+	TaskRebootingHard = "rebooting_hard"
+	TaskRebuilding    = "rebuilding"
+)
+
+// Server actions.
+const (
+	ActionStop       = "stop"
+	ActionStart      = "start"
+	ActionReboot     = "reboot"      // soft: the OS is asked to restart
+	ActionRebootHard = "reboot_hard" // power cycle
+	ActionRebuild    = "rebuild"     // redeploy with ImageRef
+)
+
+// actionTask maps each action to its task state.
+var actionTask = map[string]string{
+	ActionStop: TaskPoweringOff, ActionStart: TaskPoweringOn, ActionReboot: TaskRebooting,
+	ActionRebootHard: TaskRebootingHard, ActionRebuild: TaskRebuilding,
+}
+
+// IsActionTask reports whether task is the task state of a server action.
+func IsActionTask(task string) bool {
+	switch task {
+	case TaskPoweringOff, TaskPoweringOn, TaskRebooting, TaskRebootingHard, TaskRebuilding:
+		return true
+	}
+	return false
+}
+
+// ServerAction is the action a server's owner has to carry out.
+type ServerAction struct {
+	Kind        string    `json:"kind"`
+	ImageRef    string    `json:"image_ref,omitempty"` // rebuild: the new image
+	RequestedAt time.Time `json:"requested_at"`
+}
+
+// RequestServerAction commits a user's action on a server.
+type RequestServerAction struct {
+	Meta
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	ImageRef string `json:"image_ref,omitempty"`
+	// Admin lets the request act on a locked server, as Nova lets admins.
+	Admin bool `json:"admin,omitempty"`
+}
+
+// Type implements Command.
+func (*RequestServerAction) Type() CommandType { return CmdRequestServerAction }
+
+// FinishServerAction is the owner's outcome of the action in progress:
+// done (no Fault), or failed with Fault (the server goes to ERROR).
+type FinishServerAction struct {
+	Meta
+	ID    string `json:"id"`
+	Host  string `json:"host"`
+	Epoch uint64 `json:"epoch"`
+	Kind  string `json:"kind"`
+	Fault *Fault `json:"fault,omitempty"`
+}
+
+// Type implements Command.
+func (*FinishServerAction) Type() CommandType { return CmdFinishServerAction }
+
+// UpdateServer renames a server or locks or unlocks it. Nil fields stay.
+type UpdateServer struct {
+	Meta
+	ID           string  `json:"id"`
+	Name         *string `json:"name,omitempty"`
+	Locked       *bool   `json:"locked,omitempty"`
+	LockedReason string  `json:"locked_reason,omitempty"`
+}
+
+// Type implements Command.
+func (*UpdateServer) Type() CommandType { return CmdUpdateServer }
+
+func init() {
+	register[RequestServerAction](CmdRequestServerAction, "RequestServerAction", applyRequestServerAction)
+	register[FinishServerAction](CmdFinishServerAction, "FinishServerAction", applyFinishServerAction)
+	register[UpdateServer](CmdUpdateServer, "UpdateServer", applyUpdateServer)
+}
+
+// actionAllowed reports whether a server in status may take the action,
+// as Nova's vm_state checks.
+func actionAllowed(kind string, status ServerStatus) bool {
+	switch kind {
+	case ActionStop:
+		return status == StatusActive || status == StatusError
+	case ActionStart:
+		return status == StatusShutoff
+	case ActionReboot:
+		return status == StatusActive
+	case ActionRebootHard, ActionRebuild:
+		return status == StatusActive || status == StatusShutoff || status == StatusError
+	}
+	return false
+}
+
+func applyRequestServerAction(st *state, c *RequestServerAction) (any, error) {
+	s, ok := st.servers[c.ID]
+	if !ok || s.Status == StatusDeleted {
+		return nil, errServerNotFound(c.ID)
+	}
+	task, known := actionTask[c.Kind]
+	switch {
+	case !known:
+		return nil, fmt.Errorf("%w: server action %q is unknown", ErrInvalid, c.Kind)
+	case c.Kind == ActionRebuild && c.ImageRef == "":
+		return nil, fmt.Errorf("%w: a rebuild needs an image", ErrInvalid)
+	case c.Kind != ActionRebuild && c.ImageRef != "":
+		return nil, fmt.Errorf("%w: only a rebuild takes an image", ErrInvalid)
+	case s.Locked && !c.Admin:
+		return nil, fmt.Errorf("%w: Instance %s is locked", ErrConflict, c.ID)
+	case s.TaskState != "":
+		return nil, fmt.Errorf("%w: Cannot '%s' instance %s while it is in task_state %s", ErrConflict, c.Kind, c.ID, s.TaskState)
+	case !actionAllowed(c.Kind, s.Status) || s.Host == "" || s.NodeUUID == "" && st.hosts[s.Host].Kind != KindHypervisor:
+		return nil, fmt.Errorf("%w: Cannot '%s' instance %s while it is in vm_state %s", ErrConflict, c.Kind, c.ID, vmStateOf(s.Status))
+	}
+	s = cloneServer(s)
+	s.TaskState = task
+	s.Action = &ServerAction{Kind: c.Kind, ImageRef: c.ImageRef, RequestedAt: c.At.UTC()}
+	s.UpdatedAt = c.At.UTC()
+	st.servers[s.ID] = s
+	return cloneServer(s), nil
+}
+
+func vmStateOf(status ServerStatus) string {
+	switch status {
+	case StatusActive:
+		return "active"
+	case StatusShutoff:
+		return "stopped"
+	case StatusError:
+		return "error"
+	case StatusBuild:
+		return "building"
+	}
+	return "deleted"
+}
+
+func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
+	s, ok := st.servers[c.ID]
+	if !ok {
+		return nil, errServerNotFound(c.ID)
+	}
+	if err := fence(s, c.Host, c.Epoch); err != nil {
+		return nil, err
+	}
+	if s.Action == nil || s.Action.Kind != c.Kind || s.TaskState != actionTask[c.Kind] {
+		return nil, fmt.Errorf("%w: server %s has no %s in progress (task %q)", ErrConflict, c.ID, c.Kind, s.TaskState)
+	}
+	at := c.At.UTC()
+	s = cloneServer(s)
+	switch {
+	case c.Fault != nil:
+		f := *c.Fault
+		f.Created = at
+		s.Fault, s.Status = &f, StatusError
+	case c.Kind == ActionStop:
+		s.Status = StatusShutoff
+	default:
+		s.Status, s.Fault = StatusActive, nil
+	}
+	if c.Fault == nil && c.Kind == ActionRebuild {
+		s.ImageRef = s.Action.ImageRef
+	}
+	s.TaskState, s.Action, s.UpdatedAt = "", nil, at
+	st.servers[s.ID] = s
+	return cloneServer(s), nil
+}
+
+func applyUpdateServer(st *state, c *UpdateServer) (any, error) {
+	s, ok := st.servers[c.ID]
+	if !ok || s.Status == StatusDeleted {
+		return nil, errServerNotFound(c.ID)
+	}
+	if c.Name != nil && (*c.Name == "" || len(*c.Name) > maxServerNameLen) {
+		return nil, fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	}
+	if len(c.LockedReason) > maxServerNameLen {
+		return nil, fmt.Errorf("%w: locked_reason must be at most %d characters", ErrInvalid, maxServerNameLen)
+	}
+	s = cloneServer(s)
+	if c.Name != nil {
+		s.Name = *c.Name
+	}
+	if c.Locked != nil {
+		s.Locked, s.LockedReason = *c.Locked, ""
+		if *c.Locked {
+			s.LockedReason = c.LockedReason
+		}
+	}
+	s.UpdatedAt = c.At.UTC()
+	st.servers[s.ID] = s
+	return cloneServer(s), nil
+}

@@ -1,0 +1,103 @@
+package driver_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic/driver"
+	"github.com/corral-dev/corral/ironic/sim"
+)
+
+func (w *world) simNode(uuid string) sim.NodeState {
+	w.t.Helper()
+	for _, n := range w.sim.Nodes() {
+		if n.UUID == uuid {
+			return n
+		}
+	}
+	w.t.Fatalf("Ironic has no node %s", uuid)
+	return sim.NodeState{}
+}
+
+// act requests an action and waits for the server to reach want with no task.
+func (w *world) act(id, kind, image string, want fsm.ServerStatus) fsm.Server {
+	w.t.Helper()
+	if err := w.propose(&fsm.RequestServerAction{ID: id, Kind: kind, ImageRef: image}); err != nil {
+		w.t.Fatalf("%s: %v", kind, err)
+	}
+	return w.waitStatus(id, want)
+}
+
+func TestServerActionsThroughIronic(t *testing.T) {
+	w := newWorld(t, 1, driver.ReserveAuto, sim.Options{DeployDelay: 20 * time.Millisecond, PowerDelay: 20 * time.Millisecond})
+	w.sim.SeedNodes(1, "baremetal-gold")
+	w.waitMirror(1)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	s := w.waitStatus(w.boot("gold"), fsm.StatusActive)
+	if got := w.simNode(s.NodeUUID).PowerState; got != "power on" {
+		// The simulator leaves a deployed node off; start it first.
+		s = w.act(s.ID, fsm.ActionRebootHard, "", fsm.StatusActive)
+	}
+	if got := w.simNode(s.NodeUUID).PowerState; got != "power on" {
+		t.Fatalf("after a hard reboot the node is %q", got)
+	}
+
+	s = w.act(s.ID, fsm.ActionStop, "", fsm.StatusShutoff)
+	if got := w.simNode(s.NodeUUID).PowerState; got != "power off" {
+		t.Fatalf("stopped server's node is %q", got)
+	}
+	s = w.act(s.ID, fsm.ActionStart, "", fsm.StatusActive)
+	if got := w.simNode(s.NodeUUID).PowerState; got != "power on" {
+		t.Fatalf("started server's node is %q", got)
+	}
+	s = w.act(s.ID, fsm.ActionReboot, "", fsm.StatusActive)
+	if got := w.simNode(s.NodeUUID).PowerState; got != "power on" {
+		t.Fatalf("rebooted server's node is %q", got)
+	}
+
+	s = w.act(s.ID, fsm.ActionRebuild, "http://images.example/v2.qcow2", fsm.StatusActive)
+	n := w.simNode(s.NodeUUID)
+	if s.ImageRef != "http://images.example/v2.qcow2" || n.InstanceInfo["image_source"] != s.ImageRef ||
+		n.ProvisionState != "active" || n.InstanceUUID != s.ID {
+		t.Fatalf("rebuilt: server image %s, node %+v", s.ImageRef, n)
+	}
+	if cd := w.sim.ConfigDrive(s.NodeUUID); len(cd) == 0 {
+		t.Fatal("the rebuild carried no config drive")
+	}
+}
+
+func TestStopFinishesOnNewOwnerAfterFailover(t *testing.T) {
+	w := newWorld(t, 3, driver.ReserveAuto, sim.Options{DeployDelay: 20 * time.Millisecond, PowerDelay: 3 * time.Second})
+	w.sim.SeedNodes(3, "baremetal-gold")
+	w.waitMirror(3)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	leader := w.leader().Name
+	var s fsm.Server
+	for s.Host == "" || s.Host == leader {
+		s = w.waitStatus(w.boot("gold"), fsm.StatusActive)
+	}
+	victim := s.Host
+	if err := w.propose(&fsm.RequestServerAction{ID: s.ID, Kind: fsm.ActionStop}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the owner asked Ironic, then kill it mid-transition.
+	clustertest.Eventually(t, 10*time.Second, func() error {
+		for _, n := range w.sim.Nodes() {
+			if n.UUID == s.NodeUUID && w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power") > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no power request for node %s yet", s.NodeUUID)
+	})
+	w.kill(victim)
+	got := w.waitStatus(s.ID, fsm.StatusShutoff)
+	if got.Host == victim || got.Epoch != s.Epoch+1 {
+		t.Fatalf("the stop finished on %s at epoch %d, want a new owner at %d", got.Host, got.Epoch, s.Epoch+1)
+	}
+	if n := w.simNode(s.NodeUUID); n.PowerState != "power off" {
+		t.Fatalf("node %s is %q after the stop", s.NodeUUID, n.PowerState)
+	}
+}

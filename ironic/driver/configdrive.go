@@ -1,0 +1,61 @@
+package driver
+
+import (
+	"encoding/base64"
+	"strings"
+
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic"
+)
+
+// configDrive is the config drive of a server's deployment, in the form
+// Ironic builds into the node's config-drive partition: meta_data as Nova
+// writes it (uuid, name, hostname, the key pair in public_keys and keys,
+// the server's metadata in meta) and the user data decoded. network_data
+// is left to Ironic, which writes it from the node's ports and the VIFs
+// attached before the deploy. cloud-init on the node reads all three.
+func configDrive(s fsm.Server) *ironic.ConfigDrive {
+	meta := map[string]any{
+		"uuid": s.ID, "name": s.Name, "hostname": hostname(s.Name, s.ID),
+		"launch_index": 0, "availability_zone": "nova", "project_id": s.Project(),
+		"meta": map[string]string{},
+	}
+	if len(s.Metadata) > 0 {
+		meta["meta"] = s.Metadata
+	}
+	if s.KeyName != "" && s.KeyData != "" {
+		meta["public_keys"] = map[string]string{s.KeyName: s.KeyData}
+		meta["keys"] = []map[string]string{{"name": s.KeyName, "type": "ssh", "data": s.KeyData}}
+	}
+	cd := &ironic.ConfigDrive{MetaData: meta}
+	if s.UserData != "" {
+		// The API accepted only valid base64 that decodes to text.
+		if raw, err := base64.StdEncoding.DecodeString(s.UserData); err == nil {
+			cd.UserData = string(raw)
+		}
+	}
+	return cd
+}
+
+// hostname turns a server name into a host name as Nova does: lower case,
+// letters, digits and '-', at most 63 characters; "server-ID" when nothing
+// is left.
+func hostname(name, id string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+			b.WriteRune(c)
+		case c == ' ', c == '_', c == '.':
+			b.WriteByte('-')
+		}
+	}
+	h := strings.Trim(b.String(), "-")
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-")
+	}
+	if h == "" {
+		return "server-" + id
+	}
+	return h
+}
