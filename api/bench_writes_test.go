@@ -1,0 +1,299 @@
+package api_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/fsm"
+)
+
+// BenchmarkAPIWritesVsRaft (make bench-api-writes) puts corral's write path
+// beside the raft it is built on, with the same load in the same run: 64
+// clients writing for CORRAL_BENCH_WRITES_SECONDS (default 5) per round,
+// CORRAL_BENCH_WRITES_ROUNDS (default 2) interleaved rounds of each kind:
+//
+//   - raw: three bare hashicorp/raft peers, each with its raft-boltdb/v2 log
+//     on disk and raft's in-memory transport (the transport of corral's
+//     in-process cluster), the clients calling raft.Apply on the leader with
+//     an entry the size of a flavor command, on an FSM that counts;
+//   - leader: corral's in-process three-peer cluster (cluster/clustertest:
+//     the same transport and log store), each peer serving its real API over
+//     HTTP on loopback, the clients sending POST /compute/v2.1/flavors to the
+//     leader's API;
+//   - spread: the same requests spread round-robin over the three peers'
+//     APIs (a follower forwards its writes to the leader, in memory in this
+//     harness).
+//
+// It prints the writes per second and the ratios (goals ≥ 0.8 through the
+// leader, ≥ 0.6 spread over peers); it asserts nothing about time.
+func BenchmarkAPIWritesVsRaft(b *testing.B) {
+	d := time.Duration(benchEnvInt("CORRAL_BENCH_WRITES_SECONDS", 5)) * time.Second
+	rounds := benchEnvInt("CORRAL_BENCH_WRITES_ROUNDS", 2)
+	const clients = 64
+	for b.Loop() {
+		raw := startRawRaft(b)
+		h := clustertest.Start(b, 3, clustertest.Options{Logger: slog.New(slog.DiscardHandler)})
+		leader := h.Leader(10 * time.Second)
+		var leaderURL string
+		var all []string
+		for _, p := range h.Running() {
+			ts := serveTB(b, p)
+			all = append(all, ts.URL)
+			if p == leader {
+				leaderURL = ts.URL
+			}
+		}
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 128}}
+		defer hc.CloseIdleConnections()
+		var seq atomic.Int64
+		var sums [3]float64
+		var table strings.Builder
+		for r := 1; r <= rounds; r++ {
+			rawRate := raw.load(b, clients, d)
+			leaderRate := postFlavors(b, hc, []string{leaderURL}, &seq, clients, d)
+			spreadRate := postFlavors(b, hc, all, &seq, clients, d)
+			sums[0] += rawRate
+			sums[1] += leaderRate
+			sums[2] += spreadRate
+			fmt.Fprintf(&table, "  %-6d %-12.0f %-12.0f %-12.0f %-8.2f %.2f\n", r, rawRate, leaderRate, spreadRate,
+				leaderRate/rawRate, spreadRate/rawRate)
+		}
+		if h.Leader(10*time.Second) != leader {
+			b.Log("the corral leader changed during the run: the spread figures include forwarding to a new leader")
+		}
+		b.ReportMetric(sums[0]/float64(rounds), "raw-commits/s")
+		b.ReportMetric(sums[1]/float64(rounds), "leader-writes/s")
+		b.ReportMetric(sums[2]/float64(rounds), "spread-writes/s")
+		b.ReportMetric(sums[1]/sums[0], "leader/raw")
+		b.ReportMetric(sums[2]/sums[0], "spread/raw")
+		fmt.Printf("\nAPI writes vs raw raft+boltdb: 3 peers in one process, %d clients, %s per round\n", clients, d)
+		fmt.Printf("machine: %s/%s, %d CPUs, %s, load average %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
+			runtime.Version(), loadAvg())
+		fmt.Printf("  %-6s %-12s %-12s %-12s %-8s %s\n", "round", "raw /s", "leader /s", "spread /s", "leader÷raw", "spread÷raw")
+		fmt.Print(table.String())
+		fmt.Printf("  %-6s %-12.0f %-12.0f %-12.0f %-8.2f %.2f   (goals: ≥ 0.8, ≥ 0.6)\n", "all", sums[0]/float64(rounds),
+			sums[1]/float64(rounds), sums[2]/float64(rounds), sums[1]/sums[0], sums[2]/sums[0])
+		h.Close()
+		raw.close()
+	}
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("?" elsewhere).
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// serveTB serves one peer's API over HTTP until the benchmark ends.
+func serveTB(tb testing.TB, p *clustertest.Peer) *httptest.Server {
+	tb.Helper()
+	srv, err := api.New(api.Config{
+		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin},
+		Registry: p.Registry,
+		Gatherer: p.Registry,
+		Logger:   slog.New(slog.DiscardHandler),
+	}, p.Node)
+	if err != nil {
+		tb.Fatalf("api.New for %s: %v", p.Name, err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	tb.Cleanup(ts.Close)
+	return ts
+}
+
+// postFlavors creates flavors from clients goroutines for d, client i
+// sending to urls[i % len(urls)], and returns the created flavors per
+// second. Any answer but 200 fails the benchmark.
+func postFlavors(tb testing.TB, hc *http.Client, urls []string, seq *atomic.Int64, clients int, d time.Duration) float64 {
+	tb.Helper()
+	var n, bad atomic.Int64
+	var firstErr atomic.Value
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i := range clients {
+		url := urls[i%len(urls)] + computeBase + "/flavors"
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				k := seq.Add(1)
+				body := fmt.Sprintf(`{"flavor":{"name":"bench-%d","ram":4096,"vcpus":2,"disk":40}}`, k)
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+				req.Header.Set("X-Auth-Token", adminToken)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := hc.Do(req)
+				if err != nil {
+					bad.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				msg, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					bad.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("%d %s", resp.StatusCode, msg))
+					continue
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if bad.Load() > 0 {
+		tb.Fatalf("%d flavor creations failed, first: %v", bad.Load(), firstErr.Load())
+	}
+	return float64(n.Load()) / d.Seconds()
+}
+
+// rawRaft is three bare raft peers with boltdb logs.
+type rawRaft struct {
+	rafts  []*raft.Raft
+	stores []*raftboltdb.BoltStore
+	entry  []byte
+}
+
+// countFSM applies by counting.
+type countFSM struct{ n atomic.Uint64 }
+
+func (f *countFSM) Apply(*raft.Log) any { return f.n.Add(1) }
+
+func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) { return countSnap(f.n.Load()), nil }
+
+func (f *countFSM) Restore(rc io.ReadCloser) error { return rc.Close() }
+
+type countSnap uint64
+
+func (s countSnap) Persist(sink raft.SnapshotSink) error {
+	if _, err := fmt.Fprintf(sink, "%d", uint64(s)); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (countSnap) Release() {}
+
+// startRawRaft starts three raft peers with the timings of corral's
+// in-process cluster and waits for a leader.
+func startRawRaft(tb testing.TB) *rawRaft {
+	tb.Helper()
+	entry, err := fsm.Encode(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
+		Flavor: fsm.Flavor{ID: "00000000-0000-4000-8000-000000000000", Name: "bench-000000", VCPUs: 2, RAM: 4096, Disk: 40,
+			RxTxFactor: 1, IsPublic: true}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rr := &rawRaft{entry: entry}
+	var trans []*raft.InmemTransport
+	var servers []raft.Server
+	for i := range 3 {
+		addr, tr := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("raw%d", i+1)))
+		trans = append(trans, tr)
+		servers = append(servers, raft.Server{ID: raft.ServerID(addr), Address: addr})
+	}
+	for _, a := range trans {
+		for _, c := range trans {
+			if a != c {
+				a.Connect(c.LocalAddr(), c)
+			}
+		}
+	}
+	for i, tr := range trans {
+		dir := tb.TempDir()
+		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rc := raft.DefaultConfig()
+		rc.LocalID = servers[i].ID
+		rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
+		rc.LeaderLeaseTimeout, rc.CommitTimeout = 300*time.Millisecond, 5*time.Millisecond
+		rc.LogOutput = io.Discard
+		r, err := raft.NewRaft(rc, &countFSM{}, bolt, bolt, raft.NewDiscardSnapshotStore(), tr)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rr.rafts = append(rr.rafts, r)
+		rr.stores = append(rr.stores, bolt)
+	}
+	if err := rr.rafts[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		tb.Fatal(err)
+	}
+	clustertest.Eventually(tb, 10*time.Second, func() error {
+		if rr.leader() == nil {
+			return fmt.Errorf("no raw raft leader")
+		}
+		return nil
+	})
+	return rr
+}
+
+func (rr *rawRaft) leader() *raft.Raft {
+	for _, r := range rr.rafts {
+		if r.State() == raft.Leader {
+			return r
+		}
+	}
+	return nil
+}
+
+// load commits entries from clients goroutines through the leader for d
+// and returns commits per second.
+func (rr *rawRaft) load(tb testing.TB, clients int, d time.Duration) float64 {
+	tb.Helper()
+	var n, bad atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				l := rr.leader()
+				if l == nil {
+					bad.Add(1)
+					continue
+				}
+				if err := l.Apply(bytes.Clone(rr.entry), 5*time.Second).Error(); err != nil {
+					bad.Add(1)
+					continue
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if bad.Load() > 0 {
+		tb.Logf("raw raft: %d applies failed (leader change)", bad.Load())
+	}
+	return float64(n.Load()) / d.Seconds()
+}
+
+func (rr *rawRaft) close() {
+	for _, r := range rr.rafts {
+		_ = r.Shutdown().Error()
+	}
+	for _, s := range rr.stores {
+		_ = s.Close()
+	}
+}
