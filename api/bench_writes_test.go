@@ -44,6 +44,9 @@ import (
 // It prints the writes per second and the ratios (goals ≥ 0.8 through the
 // leader, ≥ 0.6 spread over peers); it asserts nothing about time.
 func BenchmarkAPIWritesVsRaft(b *testing.B) {
+	if os.Getenv("CORRAL_BENCH") != "1" {
+		b.Skip("set CORRAL_BENCH=1 to run (make bench-api-writes)")
+	}
 	d := time.Duration(benchEnvInt("CORRAL_BENCH_WRITES_SECONDS", 5)) * time.Second
 	rounds := benchEnvInt("CORRAL_BENCH_WRITES_ROUNDS", 2)
 	const clients = 64

@@ -26,6 +26,9 @@ import (
 // (goal ≤ 5 s). The victim is a follower, so no election is in the
 // measured path. It asserts nothing about time.
 func BenchmarkFailoverScale(b *testing.B) {
+	if os.Getenv("CORRAL_BENCH") != "1" {
+		b.Skip("set CORRAL_BENCH=1 to run (make bench-failover-scale)")
+	}
 	n := 10_000
 	if v, err := strconv.Atoi(os.Getenv("CORRAL_BENCH_FAILOVER_SERVERS")); err == nil && v > 0 {
 		n = v

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"testing"
 )
@@ -27,6 +28,9 @@ var (
 // measured here).
 func storeAtScale(b *testing.B) (*Store, []byte) {
 	b.Helper()
+	if os.Getenv("CORRAL_BENCH") != "1" {
+		b.Skip("set CORRAL_BENCH=1 to run (make bench-snapshot)")
+	}
 	scaleOnce.Do(func() {
 		s := New()
 		idx := uint64(0)
