@@ -69,6 +69,7 @@ func BenchmarkMirrorScale(b *testing.B) {
 			b.Fatalf("first sync: %v", err)
 		}
 		firstLeader, firstCPU := time.Since(start), processCPU()-cpu0
+		fmt.Fprintf(os.Stderr, "first sync pass on the leader: %s wall, %s CPU\n", firstLeader, firstCPU)
 		clustertest.Eventually(b, 5*time.Minute, func() error {
 			for _, p := range h.Running() {
 				if got := len(p.Node.Store().Nodes()); got != n {
@@ -78,13 +79,14 @@ func BenchmarkMirrorScale(b *testing.B) {
 			return nil
 		})
 		firstAll := time.Since(start)
+		fmt.Fprintf(os.Stderr, "applied on all peers: %s\n", firstAll)
 		heap1 := heapInUse()
 		rss1 := rss()
 
 		// The background: raft heartbeats and gossip of three peers, idle.
 		const idle = 3 * time.Second
 		cpu0 = processCPU()
-		time.Sleep(idle) // measuring the idle process over a fixed interval, not waiting for a state
+		time.Sleep(idle)                                          // measuring the idle process over a fixed interval, not waiting for a state
 		background := float64(processCPU()-cpu0) / idle.Seconds() // CPU seconds per second
 		net := func(cpu, wall time.Duration) time.Duration {
 			return cpu - time.Duration(background*float64(wall))
