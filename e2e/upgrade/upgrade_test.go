@@ -75,17 +75,21 @@ func upgrade(t *testing.T, ir *e2e.Ironic, salt int, db oldDB) {
 	c := e2e.IronicCluster(t, 3, ir)
 	a := c.Agents[0]
 	sum := db.checksum(t)
-	migrate := []string{"manage", "baremetal-migrate", "--nova-bm-db", db.bmURL, "--nova-db", db.nova,
-		"--resource-class", rc, "--driver", "fake-hardware", "--ironic-url", ir.URL, "--mirror-timeout", "90s"}
+	// The commands are the operator doc's, as written; the test sets only
+	// its variables, its own resource class, the simulator's driver and
+	// how long to wait for the node mirror.
+	vars := map[string]string{"NOVA_BM_DB": db.bmURL, "NOVA_DB": db.nova, "IRONIC_URL": ir.URL,
+		"KERNEL": newKernel, "RAMDISK": newRamdisk}
+	migrate := docCommand(t, "### 8. Migrate", vars,
+		map[string]string{"--resource-class": rc, "--driver": "fake-hardware", "--mirror-timeout": "90s"})
+	flavorUpdate := docCommand(t, "### 7. Update the flavors", vars, map[string]string{"--resource-class": rc})
 
 	// Step: update the flavors (importing nova's), then again: nothing to do.
-	r := cli(t, c, a, "manage", "baremetal-flavor-update", "--deploy-kernel", newKernel, "--deploy-ramdisk", newRamdisk,
-		"--all", "--nova-db", db.nova, "--resource-class", rc)
+	r := cli(t, c, a, flavorUpdate...)
 	if r.code != 0 {
 		t.Fatalf("flavor update: %s", r)
 	}
-	r = cli(t, c, a, "manage", "baremetal-flavor-update", "--deploy-kernel", newKernel, "--deploy-ramdisk", newRamdisk,
-		"--all", "--nova-db", db.nova, "--resource-class", rc)
+	r = cli(t, c, a, flavorUpdate...)
 	if r.code != 0 {
 		t.Fatalf("second flavor update: %s", r)
 	}
