@@ -77,7 +77,10 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, kindConflict
 	case errors.Is(err, cluster.ErrNotLeader):
 		return http.StatusServiceUnavailable, kindNotLeader
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotReady), errors.Is(err, cluster.ErrShutdown):
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotReady), errors.Is(err, cluster.ErrShutdown),
+		errors.Is(err, forward.ErrNotDelivered):
+		// Not delivered: the leader never saw the request (it died or an
+		// election is under way), so nothing was applied; retry.
 		return http.StatusServiceUnavailable, kindNoLeader
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, kindTimeout
