@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build run test test-short vet bench bench-failover bench-auth bench-boot bench-mass-boot bench-migrate jepsen-quick jepsen ironic-up ironic-down clean
+.PHONY: all build run test test-short vet bench bench-failover bench-auth bench-boot bench-mass-boot bench-migrate bench-scale bench-snapshot bench-failover-scale bench-api-writes jepsen-quick jepsen ironic-up ironic-down clean
 
 all: build
 
@@ -64,6 +64,28 @@ bench-boot:
 bench-mass-boot:
 	CORRAL_BENCH=1 $(GO) test -count=1 -run '^TestMassBootBenchmark$$' -v -timeout 60m ./ironic/driver/
 
+# 10^5 Ironic nodes in the simulator mirrored by an in-process 3-peer
+# cluster: first full mirror (wall), a steady sync pass (CPU), heap per
+# peer. CORRAL_BENCH_SCALE_NODES changes the count.
+bench-scale:
+	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkMirrorScale$$' -benchtime 1x -timeout 40m ./ironic/mirror/
+
+# Snapshot and restore of a replicated state of 10^5 nodes and 10^5 servers.
+bench-snapshot:
+	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^Benchmark(Snapshot|Restore)Scale$$' -benchtime 3x -benchmem -timeout 30m ./fsm/
+
+# SIGKILL-like stop of an in-process peer owning 10^4 servers: time until
+# every server has a live owner. CORRAL_BENCH_FAILOVER_SERVERS changes it.
+bench-failover-scale:
+	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailoverScale$$' -benchtime 1x -timeout 30m ./cluster/
+
+# API writes beside raw hashicorp/raft + raft-boltdb commits, 3 peers, 64
+# clients, same run: POST /compute/v2.1/flavors through the leader and
+# spread over the peers, ÷ raw commits/s. CORRAL_BENCH_WRITES_SECONDS and
+# CORRAL_BENCH_WRITES_ROUNDS change the rounds.
+bench-api-writes:
+	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkAPIWritesVsRaft$$' -benchtime 1x -timeout 30m ./api/
+
 # Migration from nova baremetal: 10^3 nodes, half of them deployed, into the
 # simulator and (when IRONIC_URL is set) into the real Ironic, through the
 # migrator and ironic client of `corral manage baremetal-migrate` (corral
@@ -76,15 +98,19 @@ bench-migrate:
 # Fault injection (jepsen/, its own module; its processes and partitions
 # come from testkit/, shared with e2e/). jepsen-quick: the checkers' tests
 # and ~3 minutes of kill, pause and partition faults; jepsen: the tests and
-# every nemesis for ~7 minutes (CI runs it). Needs root for the partitions.
-# The agents are race-built when CORRAL_RACE=1 or CI=true. Exit 2 means a
-# fault could not be injected or healed: the run proves nothing. Results
-# land in jepsen/results/<run>/.
+# every nemesis (key rotation included) for ~7 minutes over TLS with
+# encrypted gossip (CI runs it). Needs root for the partitions. JEPSEN_FLAGS
+# adds flags to either run, e.g. JEPSEN_FLAGS=-keystone with OPENSTACK_ENV
+# set to the env file of scripts/openstack-up.sh. The agents are race-built
+# when CORRAL_RACE=1 or CI=true. Exit 2 means a fault could not be injected
+# or healed: the run proves nothing. Results land in jepsen/results/<run>/.
+JEPSEN_FLAGS ?=
+
 jepsen-quick:
-	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -duration 150s -nemesis kill,pause,partition
+	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -duration 150s -nemesis kill,pause,partition $(JEPSEN_FLAGS)
 
 jepsen:
-	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -duration 400s -nemesis all
+	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -duration 400s -nemesis all -tls $(JEPSEN_FLAGS)
 
 ironic-up:
 	@scripts/ironic-up.sh

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/testkit/netem"
@@ -29,7 +30,16 @@ type Agent struct {
 }
 
 // URL is the agent's API root.
-func (a *Agent) URL() string { return "http://" + net.JoinHostPort(a.IP, strconv.Itoa(a.HTTPPort)) }
+func (a *Agent) URL() string {
+	scheme := "http://"
+	if a.cl.PKI != nil {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(a.IP, strconv.Itoa(a.HTTPPort))
+}
+
+// ConfPath is the agent's configuration file (TLS, gossip key, Keystone).
+func (a *Agent) ConfPath() string { return filepath.Join(a.cl.Dir, a.Name+".conf") }
 
 // GossipAddr is the agent's gossip IP:PORT.
 func (a *Agent) GossipAddr() string { return net.JoinHostPort(a.IP, strconv.Itoa(a.GossipPort)) }
@@ -49,6 +59,12 @@ type Cluster struct {
 	IronicURL string
 	Agents    []*Agent
 	Env       []string
+
+	// Set by Configure, before the first start.
+	PKI       *PKI      // nil: plain HTTP
+	Keystone  *Keystone // nil: static tokens only
+	mu        sync.Mutex
+	gossipKey string // "": gossip in clear
 }
 
 // NewCluster lays out n agents on consecutive addresses from baseIP.
@@ -240,4 +256,52 @@ func (c *Cluster) Leader(ctx context.Context, api *Corral) string {
 		}
 	}
 	return best
+}
+
+// Configure gives every agent a configuration file with TLS (pki), the
+// gossip key and Keystone (each optional), and makes it read the file at
+// every start.
+func (c *Cluster) Configure(pki *PKI, gossipKey string, ks *Keystone) error {
+	c.PKI, c.Keystone = pki, ks
+	c.mu.Lock()
+	c.gossipKey = gossipKey
+	c.mu.Unlock()
+	if err := c.writeConfigs(); err != nil {
+		return err
+	}
+	for _, a := range c.Agents {
+		a.p.Args = append(a.p.Args, "--config", a.ConfPath())
+	}
+	return nil
+}
+
+// GossipKey is the key the agents' configuration seeds a new keyring with.
+func (c *Cluster) GossipKey() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gossipKey
+}
+
+// SetGossipKey rewrites every agent's `[gossip] encrypt` after a rotation,
+// as an operator must, so that an agent restarted with an empty data dir
+// joins with the current key.
+func (c *Cluster) SetGossipKey(key string) error {
+	c.mu.Lock()
+	c.gossipKey = key
+	c.mu.Unlock()
+	return c.writeConfigs()
+}
+
+func (c *Cluster) writeConfigs() error {
+	key := c.GossipKey()
+	for _, a := range c.Agents {
+		ac := AgentConfig{GossipKey: key, Keystone: c.Keystone, PeerToken: c.Token}
+		if c.PKI != nil {
+			ac.CA, ac.Cert, ac.Key = c.PKI.CA, c.PKI.Certs[a.Name], c.PKI.Keys[a.Name]
+		}
+		if err := writeFileAtomic(a.ConfPath(), []byte(ac.INI()), a.UID); err != nil {
+			return fmt.Errorf("write %s: %w", a.ConfPath(), err)
+		}
+	}
+	return nil
 }

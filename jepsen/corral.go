@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,8 +21,9 @@ type Corral struct {
 }
 
 // NewCorral returns a client; every request is bounded by its context.
-func NewCorral(token string) *Corral {
+func NewCorral(token string, tlsConf *tls.Config) *Corral {
 	tr := &http.Transport{
+		TLSClientConfig:     tlsConf,
 		DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     30 * time.Second,
@@ -165,11 +167,12 @@ func (c *Corral) ListServers(ctx context.Context, base, consistency string, dele
 
 // RaftStatus is the subset of GET /v1/cluster/raft the suite reads.
 type RaftStatus struct {
-	Name   string   `json:"name"`
-	State  string   `json:"state"`
-	Leader string   `json:"leader"`
-	Term   uint64   `json:"term"`
-	Voters []string `json:"voters"`
+	Name      string   `json:"name"`
+	State     string   `json:"state"`
+	Leader    string   `json:"leader"`
+	Term      uint64   `json:"term"`
+	Voters    []string `json:"voters"`
+	NonVoters []string `json:"nonvoters"`
 }
 
 // HostView is one host of GET /v1/hosts.

@@ -1,9 +1,11 @@
 // Command jepsen is corral's fault-injection and partition test suite. It
 // builds corral, runs a cluster of real agents on 127.0.10.x against an
 // Ironic (the simulator, or a real one), drives a concurrent workload of
-// boots, deletes, shows and lists while a nemesis kills, pauses and
-// partitions the agents, then checks the recorded history and the final
-// state. It talks to corral and Ironic only over HTTP; its processes and
+// boots, deletes, shows and lists while a nemesis kills, pauses,
+// partitions the agents and rotates their gossip key, then checks the
+// recorded history and the final state. With -tls everything speaks TLS
+// (certificates from the binary's own `corral tls`); with -keystone the
+// workload authenticates with Keystone tokens. It talks to corral and Ironic only over HTTP; its processes and
 // partitions come from corral's testkit/proc and testkit/netem, which hold
 // none of corral's internals. Exit status: 0 when every checker is valid,
 // 1 when one is not, 2 when the run itself failed, including a run in
@@ -49,6 +51,9 @@ type Config struct {
 	CheckTimeout   time.Duration
 	KeepData       bool
 	Race           bool
+	TLS            bool
+	Keystone       bool
+	OpenStackEnv   string
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -80,6 +85,9 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&c.CheckTimeout, "check-timeout", 30*time.Second, "linearizability search budget per server")
 	fs.BoolVar(&c.KeepData, "keep-data", false, "keep the agents' data directories")
 	fs.BoolVar(&c.Race, "race", proc.RaceFromEnv(), "build corral with the race detector (default from CORRAL_RACE, or CI=true); a data race in an agent's log fails the run")
+	fs.BoolVar(&c.TLS, "tls", false, "TLS everywhere: a CA and per-peer certificates from corral tls, agents with [tls] (verify_incoming) and [gossip] encrypt, clients over HTTPS with a client certificate")
+	fs.BoolVar(&c.Keystone, "keystone", false, "agents with [auth] strategy = keystone, the workload as a Keystone member user (alice, demo-a); needs -openstack-env (skipped, with a message, without it)")
+	fs.StringVar(&c.OpenStackEnv, "openstack-env", os.Getenv("OPENSTACK_ENV"), "env file of scripts/openstack-up.sh (default $OPENSTACK_ENV), for -keystone")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +27,7 @@ type Window struct {
 }
 
 // Families of faults, selectable with -nemesis.
-var allFamilies = []string{"kill", "pause", "partition", "leader", "wipe", "restart", "combo"}
+var allFamilies = []string{"kill", "pause", "partition", "leader", "wipe", "restart", "combo", "keyrotate"}
 
 // Partition variants, selectable with -partitions.
 var partitionVariants = []string{"isolate-one", "majority-minority", "isolate-leader", "bridge"}
@@ -73,6 +74,10 @@ func ParseFamilies(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// NeedsGossipKey reports whether a family rotates the gossip key (the
+// agents then start with gossip encryption).
+func NeedsGossipKey(families []string) bool { return slices.Contains(families, "keyrotate") }
 
 // NeedsFirewall reports whether any family cuts links.
 func NeedsFirewall(families []string) bool {
@@ -275,7 +280,14 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 		if err == nil {
 			err = a.Start()
 		}
-		return "wipe", a.Name + " restarted with an empty data dir", func() error { return a.Start() }, err
+		wiped := time.Now()
+		return "wipe", a.Name + " restarted with an empty data dir", func() error {
+			if err := a.Start(); err != nil {
+				return err
+			}
+			n.logVoter(ctx, a, wiped)
+			return nil
+		}, err
 	case "restart":
 		a := n.pick(1)[0]
 		if n.Rng.Intn(2) == 0 {
@@ -290,6 +302,8 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 		return "restart", a.Name + " stopped with SIGTERM and restarted", func() error { return a.Start() }, err
 	case "combo":
 		return n.combo(ctx)
+	case "keyrotate":
+		return n.keyrotate(ctx)
 	}
 	return family, "", nil, fmt.Errorf("unknown nemesis %q", family)
 }
@@ -384,4 +398,25 @@ func startAll(as []*Agent) error {
 		errs = append(errs, a.Start())
 	}
 	return errors.Join(errs...)
+}
+
+// logVoter records whether a peer that came back with an empty data dir
+// is a voter again by the end of its window: it rejoins as a non-voter
+// and is promoted once it has caught up (docs/operations.md, "Dead voters
+// and empty data dirs"). Only logged: a slow catch-up is not a fault.
+func (n *Nemesis) logVoter(ctx context.Context, a *Agent, since time.Time) {
+	l := n.leader(ctx)
+	if l == nil {
+		n.Logf("nemesis: wipe: no leader to ask whether %s votes again", a.Name)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var st RaftStatus
+	if err := n.API.GetJSON(cctx, l.URL(), "/v1/cluster/raft", &st); err != nil {
+		n.Logf("nemesis: wipe: raft status of %s: %v", l.Name, err)
+		return
+	}
+	n.Logf("nemesis: wipe: %s a voter again %s after the wipe: %v (voters %v, non-voters %v, leader %s)",
+		a.Name, time.Since(since).Round(time.Millisecond), slices.Contains(st.Voters, a.Name), st.Voters, st.NonVoters, st.Leader)
 }

@@ -20,8 +20,10 @@ type RunInfo struct {
 	Ironic   string   `json:"ironic"`
 	Nodes    int      `json:"ironic_nodes"`
 	Injected []string `json:"injected,omitempty"`
-	Corral   string   `json:"corral"` // git describe of the source built
-	Race     bool     `json:"race"`   // the agents were built with the race detector
+	Corral   string   `json:"corral"`             // git describe of the source built
+	Race     bool     `json:"race"`               // the agents were built with the race detector
+	Security string   `json:"security,omitempty"` // TLS, gossip encryption
+	Auth     string   `json:"auth,omitempty"`     // static tokens or Keystone
 }
 
 // Verdict is verdict.json: every checker's result. Valid only if every
@@ -94,6 +96,10 @@ func WriteReport(dir string, v Verdict) error {
 	}
 	w("corral %s%s; %d peers, %d clients, %s, nemesis %s, Ironic: %s (%d nodes), seed %d.",
 		v.Run.Corral, race, v.Run.Peers, v.Run.Clients, v.Run.Duration, strings.Join(v.Run.Nemesis, ","), v.Run.Ironic, v.Run.Nodes, v.Run.Seed)
+	if v.Run.Security != "" || v.Run.Auth != "" {
+		w("")
+		w("Transport: %s; clients authenticate with %s.", v.Run.Security, v.Run.Auth)
+	}
 	if len(v.Run.Injected) > 0 {
 		w("")
 		w("Faults injected into the recorded history (the checkers must catch them): %s.", strings.Join(v.Run.Injected, ", "))

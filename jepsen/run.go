@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -190,6 +191,10 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
+	sec, err := r.secure(ctx, families)
+	if err != nil {
+		return Verdict{}, err
+	}
 	if NeedsFirewall(families) {
 		if r.fw, err = netem.New("JEPSEN"); err != nil {
 			return Verdict{}, err
@@ -198,7 +203,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if err := r.cl.Start(); err != nil {
 		return Verdict{}, err
 	}
-	api := NewCorral(token)
+	api := NewCorral(token, sec.tls)
 	probe := &Probe{Cl: r.cl, API: api, IR: r.ir, RC: r.rc}
 	start := time.Now()
 	if err := probe.WaitReady(ctx, r.cfg.Nodes, 90*time.Second); err != nil {
@@ -216,7 +221,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	wl := &Workload{Cl: r.cl, API: api, Rec: rec, Clients: r.cfg.Clients, Timeout: r.cfg.OpTimeout,
+	wl := &Workload{Cl: r.cl, API: sec.clientAPI(api), Rec: rec, Clients: r.cfg.Clients, Timeout: r.cfg.OpTimeout,
 		MaxLive: r.cfg.MaxLive, Flavor: "jepsen", Image: r.cfg.Image, Seed: r.cfg.Seed}
 	nem := &Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
 		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf}
@@ -262,6 +267,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if r.cfg.RealIronic {
 		run.Ironic = "real at " + r.ir.URL + " (class " + r.rc + ")"
 	}
+	run.Security, run.Auth = sec.describe()
 	ops, run.Injected = applyInjections(r.cfg, ops)
 	if err := writeJSON(filepath.Join(r.dir, "final.json"), fs); err != nil {
 		return Verdict{}, err
@@ -347,6 +353,9 @@ func printSummary(w io.Writer, dir string, v Verdict) {
 	fmt.Fprintf(w, "\nlinearizability: %v (%d servers, %d ops, %d illegal %s)\n", v.Linearizable.Valid,
 		v.Linearizable.Keys, v.Linearizable.Ops, len(v.Linearizable.Illegal), causes(v.Linearizable.Causes))
 	fmt.Fprintf(w, "default reads (informational): %v (%d illegal)\n", v.DefaultReads.Valid, len(v.DefaultReads.Illegal))
+	if v.Run.Security != "" || v.Run.Auth != "" {
+		fmt.Fprintf(w, "transport: %s; auth: %s\n", v.Run.Security, v.Run.Auth)
+	}
 	fmt.Fprintf(w, "final state: %v %v\n", v.Final.Valid, v.Final.Counts)
 	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
 		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)
@@ -369,4 +378,110 @@ func printSummary(w io.Writer, dir string, v Verdict) {
 		word = "INVALID"
 	}
 	fmt.Fprintf(w, "verdict: %s — %s\n", word, filepath.Join(dir, "report.md"))
+}
+
+// security is what a run's agents and clients use beyond plain HTTP and
+// static tokens.
+type security struct {
+	tls          *tls.Config // nil: plain HTTP
+	gossipKey    bool
+	ks           *Keystone
+	ksToken      string // the workload user's token
+	keystoneSkip string // why -keystone was not honoured
+}
+
+// secure sets up -tls (a CA and certificates from `corral tls`), gossip
+// encryption (with -tls, or for the keyrotate nemesis, a key from `corral
+// keygen`) and -keystone, and writes the agents' configuration files.
+func (r *runner) secure(ctx context.Context, families []string) (security, error) {
+	var sec security
+	var pki *PKI
+	var key string
+	var err error
+	if r.cfg.TLS {
+		if pki, err = MakePKI(ctx, r.bin, filepath.Join(r.tmp, "pki"), r.cl.Agents); err != nil {
+			return sec, fmt.Errorf("make the run's CA and certificates: %w", err)
+		}
+		if sec.tls, err = pki.ClientTLS(); err != nil {
+			return sec, err
+		}
+	}
+	if r.cfg.TLS || NeedsGossipKey(families) {
+		out, err := corralCmd(ctx, r.bin, r.tmp, nil, "keygen")
+		if err != nil {
+			return sec, err
+		}
+		key, sec.gossipKey = strings.TrimSpace(out), true
+	}
+	if r.cfg.Keystone {
+		ks, skip, err := keystoneFromConfig(r.cfg)
+		if err != nil {
+			return sec, err
+		}
+		sec.keystoneSkip = skip
+		if skip != "" {
+			r.logf("-keystone skipped: %s", skip)
+		} else {
+			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			sec.ksToken, err = ks.Token(tctx, &http.Client{})
+			cancel()
+			if err != nil {
+				return sec, fmt.Errorf("-keystone: %w (is the control plane of %s up?)", err, r.cfg.OpenStackEnv)
+			}
+			sec.ks = ks
+			r.logf("Keystone at %s: agents validate tokens as %s; the workload runs as %s in %s", ks.AuthURL, ks.ServiceUser, ks.User, ks.Project)
+		}
+	}
+	if pki == nil && key == "" && sec.ks == nil {
+		return sec, nil
+	}
+	return sec, r.cl.Configure(pki, key, sec.ks)
+}
+
+// keystoneFromConfig reads -openstack-env. A missing env file is not an
+// error: the run goes on with static tokens and says why ("skip").
+func keystoneFromConfig(cfg Config) (*Keystone, string, error) {
+	if cfg.OpenStackEnv == "" {
+		return nil, "OPENSTACK_ENV is not set: start a control plane with scripts/openstack-up.sh and set OPENSTACK_ENV (or -openstack-env) to the env file it prints", nil
+	}
+	if _, err := os.Stat(cfg.OpenStackEnv); err != nil {
+		return nil, fmt.Sprintf("no OpenStack env file %s (%v): start the control plane with scripts/openstack-up.sh", cfg.OpenStackEnv, err), nil
+	}
+	env, err := ReadEnvFile(cfg.OpenStackEnv)
+	if err != nil {
+		return nil, "", err
+	}
+	ks, err := KeystoneFromEnv(env)
+	return ks, "", err
+}
+
+// clientAPI is the workload's client: the admin's, or one with the
+// Keystone user's token.
+func (s security) clientAPI(admin *Corral) *Corral {
+	if s.ks == nil {
+		return admin
+	}
+	return NewCorral(s.ksToken, s.tls)
+}
+
+// describe names the transport and the clients' credentials for the
+// report.
+func (s security) describe() (string, string) {
+	transport := "HTTP"
+	if s.tls != nil {
+		transport = "TLS (API with client certificates, raft, forwarding)"
+	}
+	if s.gossipKey {
+		transport += ", encrypted gossip"
+	} else {
+		transport += ", gossip in clear"
+	}
+	auth := "a static admin token"
+	switch {
+	case s.ks != nil:
+		auth = fmt.Sprintf("Keystone tokens of %s (member of %s); the suite's own reads use a static admin token", s.ks.User, s.ks.Project)
+	case s.keystoneSkip != "":
+		auth += " (-keystone skipped: " + s.keystoneSkip + ")"
+	}
+	return transport, auth
 }
