@@ -107,10 +107,23 @@ func applySyncNodes(st *state, c *SyncNodes) (any, error) {
 	if c.LegacyInventory != nil {
 		st.legacyInventory = *c.LegacyInventory
 	}
-	for _, id := range sortedKeys(st.nodes) {
-		if all || touched[id] || st.nodes[id].InventoryConflict != "" {
-			reconcileNodeProvider(st, id, at)
+	// Reconcile, in UUID order, the nodes this entry touched and those
+	// holding a conflict (retried at every sync), or every node when the
+	// legacy switch flipped. Reconciling a node changes only that node, so
+	// the set can be gathered first; the mirror is not sorted for it.
+	var ids []string
+	if all {
+		ids = sortedKeys(st.nodes)
+	} else {
+		for id, n := range st.nodes {
+			if touched[id] || n.InventoryConflict != "" {
+				ids = append(ids, id)
+			}
 		}
+		slices.Sort(ids)
+	}
+	for _, id := range ids {
+		reconcileNodeProvider(st, id, at)
 	}
 	return len(c.Upserts) + len(c.Missing), nil
 }

@@ -86,8 +86,8 @@ func BenchmarkMirrorScale(b *testing.B) {
 		// The background: raft heartbeats and gossip of three peers, idle.
 		const idle = 3 * time.Second
 		cpu0 = processCPU()
-		time.Sleep(idle)                                          // measuring the idle process over a fixed interval, not waiting for a state
-		background := float64(processCPU()-cpu0) / idle.Seconds() // CPU seconds per second
+		time.Sleep(idle)                                         // measuring the idle process over a fixed interval, not waiting for a state
+		background := float64(processCPU()-cpu0) / float64(idle) // CPU seconds per second
 		net := func(cpu, wall time.Duration) time.Duration {
 			return cpu - time.Duration(background*float64(wall))
 		}
