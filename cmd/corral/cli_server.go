@@ -82,7 +82,9 @@ func newServerCreateCmd(o *cliOpts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := map[string]any{"name": args[0], "flavorRef": f.ID, "imageRef": image}
+			// Without --network, "auto" as the openstack CLI sends it: the
+			// microversion the CLI speaks requires networks (2.37+).
+			body := map[string]any{"name": args[0], "flavorRef": f.ID, "imageRef": image, "networks": "auto"}
 			if len(networks) > 0 {
 				var nets []map[string]string
 				for _, n := range networks {
