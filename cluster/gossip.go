@@ -63,6 +63,10 @@ type gossip struct {
 	mu      sync.Mutex
 	meta    memberMeta
 	members map[string]*memberState
+
+	// pushMu serialises memberlist.UpdateNode: it is not safe to call from
+	// two goroutines at once (the bootstrap and catch-up loops both do).
+	pushMu sync.Mutex
 }
 
 func newGossip(cfg *Config, meta memberMeta, kr *keyring, logger *slog.Logger) (*gossip, error) {
@@ -126,9 +130,16 @@ func (g *gossip) setBootstrapped() {
 	g.meta.Bootstrapped = true
 	g.mu.Unlock()
 	if changed {
-		if err := g.ml.UpdateNode(2 * time.Second); err != nil {
-			g.log.Warn("gossip metadata update failed", "err", err)
-		}
+		g.push()
+	}
+}
+
+// push gossips this peer's current metadata.
+func (g *gossip) push() {
+	g.pushMu.Lock()
+	defer g.pushMu.Unlock()
+	if err := g.ml.UpdateNode(2 * time.Second); err != nil {
+		g.log.Warn("gossip metadata update failed", "err", err)
 	}
 }
 
@@ -139,9 +150,7 @@ func (g *gossip) update(f func(m *memberMeta) bool) {
 	changed := f(&g.meta)
 	g.mu.Unlock()
 	if changed {
-		if err := g.ml.UpdateNode(2 * time.Second); err != nil {
-			g.log.Warn("gossip metadata update failed", "err", err)
-		}
+		g.push()
 	}
 }
 
@@ -238,7 +247,10 @@ func (g *gossip) leave(timeout time.Duration) error {
 	g.mu.Lock()
 	g.meta.Leaving = true
 	g.mu.Unlock()
-	if err := g.ml.UpdateNode(timeout); err != nil {
+	g.pushMu.Lock()
+	err := g.ml.UpdateNode(timeout)
+	g.pushMu.Unlock()
+	if err != nil {
 		g.log.Warn("announcing departure over gossip failed", "err", err)
 	}
 	return g.ml.Leave(timeout)
