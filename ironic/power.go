@@ -80,18 +80,25 @@ func (c *Client) Rebuild(ctx context.Context, nodeID string, spec DeploySpec) er
 	if err := c.patchNode(ctx, call, n.UUID, ops); err != nil {
 		return err
 	}
-	opts := nodes.ProvisionStateOpts{Target: nodes.TargetRebuild}
+	opts := provisionOpts(nodes.TargetRebuild, spec)
+	if err := c.setProvisionState(ctx, call, n.UUID, opts); err != nil {
+		return err
+	}
+	c.log.Info("ironic rebuild started", "node", n.UUID, "image", spec.ImageSource)
+	return nil
+}
+
+// provisionOpts is the provision request to target with spec's config
+// drive (a prebuilt one, or the JSON object Ironic builds it from).
+func provisionOpts(target nodes.TargetProvisionState, spec DeploySpec) nodes.ProvisionStateOpts {
+	opts := nodes.ProvisionStateOpts{Target: target}
 	switch {
 	case spec.ConfigDrive != "":
 		opts.ConfigDrive = spec.ConfigDrive
 	case spec.ConfigDriveData != nil:
 		opts.ConfigDrive = configDriveJSON(spec.ConfigDriveData)
 	}
-	if err := c.setProvisionState(ctx, call, n.UUID, opts); err != nil {
-		return err
-	}
-	c.log.Info("ironic rebuild started", "node", n.UUID, "image", spec.ImageSource)
-	return nil
+	return opts
 }
 
 // configDriveJSON is the provision request's configdrive object.

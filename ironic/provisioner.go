@@ -85,13 +85,7 @@ func (c *Client) Deploy(ctx context.Context, nodeID string, spec DeploySpec) err
 	if err := c.patchNode(ctx, call, n.UUID, ops); err != nil {
 		return err
 	}
-	opts := nodes.ProvisionStateOpts{Target: nodes.TargetActive}
-	switch {
-	case spec.ConfigDrive != "":
-		opts.ConfigDrive = spec.ConfigDrive
-	case spec.ConfigDriveData != nil:
-		opts.ConfigDrive = configDriveJSON(spec.ConfigDriveData)
-	}
+	opts := provisionOpts(nodes.TargetActive, spec)
 	err = c.setProvisionState(ctx, call, n.UUID, opts)
 	if err == nil {
 		c.log.Info("ironic deploy started", "node", n.UUID, "image", spec.ImageSource)
