@@ -140,7 +140,7 @@ func applyRequestServerAction(st *state, c *RequestServerAction) (any, error) {
 	s.TaskState = task
 	s.Action = &ServerAction{Kind: c.Kind, ImageRef: c.ImageRef, RequestedAt: c.At.UTC()}
 	s.UpdatedAt = c.At.UTC()
-	st.servers[s.ID] = s
+	st.putServer(s)
 	return cloneServer(s), nil
 }
 
@@ -185,7 +185,7 @@ func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
 		s.ImageRef = s.Action.ImageRef
 	}
 	s.TaskState, s.Action, s.UpdatedAt = "", nil, at
-	st.servers[s.ID] = s
+	st.putServer(s)
 	return cloneServer(s), nil
 }
 
@@ -211,6 +211,6 @@ func applyUpdateServer(st *state, c *UpdateServer) (any, error) {
 		}
 	}
 	s.UpdatedAt = c.At.UTC()
-	st.servers[s.ID] = s
+	st.putServer(s)
 	return cloneServer(s), nil
 }

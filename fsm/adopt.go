@@ -111,7 +111,7 @@ func applyAdoptServer(st *state, c *AdoptServer) (any, error) {
 	if claimed != nil {
 		s.ClaimedNode = c.NodeUUID
 	}
-	st.servers[s.ID] = s
+	st.putServer(s)
 	st.reservations[c.NodeUUID] = s.ID
 	return cloneServer(s), nil
 }

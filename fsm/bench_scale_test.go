@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 // scaleNodes and scaleServers size the state of the snapshot and restore
@@ -81,10 +82,26 @@ func BenchmarkSnapshotScale(b *testing.B) {
 	s, data := storeAtScale(b)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	var locked time.Duration
+	cpu := processCPU()
 	for b.Loop() {
-		if _, err := s.Snapshot().WriteTo(io.Discard); err != nil {
+		start := time.Now()
+		sn := s.Snapshot() // what holds the store's read lock
+		locked += time.Since(start)
+		if _, err := sn.WriteTo(io.Discard); err != nil {
 			b.Fatal(err)
 		}
+	}
+	reportCPU(b, cpu)
+	b.ReportMetric(float64(locked.Nanoseconds())/float64(b.N), "locked-ns/op")
+}
+
+// reportCPU reports the process CPU time per operation since cpu (every
+// thread, the garbage collector's included): on a shared machine it
+// varies less than the wall time.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	if now := processCPU(); now > 0 {
+		b.ReportMetric(float64((now-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -96,11 +113,13 @@ func BenchmarkRestoreScale(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	r := New()
+	cpu := processCPU()
 	for b.Loop() {
 		if err := r.Restore(bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 	if got := r.Digest(); got != want {
 		b.Fatalf("restored digest %s, want %s", got, want)
 	}

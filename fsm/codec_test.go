@@ -83,7 +83,7 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdReserveNode, CmdReleaseNode, CmdDeleteServer, CmdSyncNodes, CmdSetHostDrain, CmdReassignServers,
 		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers,
 		CmdUpdateFlavor, CmdSetFlavorAccess, CmdCreateKeyPair, CmdDeleteKeyPair,
-		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer}
+		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdCreateServers, CmdReserveNodeAndTask}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -54,7 +56,9 @@ const (
 	CmdUpdateServer          CommandType = 26
 	// 27: spare, for server actions and updates.
 	// 28..31: cluster security and recovery.
-	// 32..39: batching and mass provisioning.
+	CmdCreateServers      CommandType = 32
+	CmdReserveNodeAndTask CommandType = 33
+	// 34..39: batching and mass provisioning.
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.
@@ -127,6 +131,49 @@ func register[T any, P interface {
 		new:   func() Command { return P(new(T)) },
 		apply: func(st *state, c Command) (any, error) { return apply(st, c.(P)) },
 	}
+}
+
+// KnownCommands lists every command type this peer knows, ascending, as
+// decimal numbers and ranges separated by commas ("1-26,32-33"): what a
+// peer advertises (in gossip metadata, which is small) so that the leader
+// and owners use a new type only once every live peer can apply it.
+func KnownCommands() string {
+	var b []byte
+	types := CommandTypes()
+	for i := 0; i < len(types); {
+		j := i
+		for j+1 < len(types) && types[j+1] == types[j]+1 {
+			j++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(types[i]), 10)
+		if j > i {
+			b = append(b, '-')
+			b = strconv.AppendUint(b, uint64(types[j]), 10)
+		}
+		i = j + 1
+	}
+	return string(b)
+}
+
+// CommandKnownIn reports whether list, as KnownCommands writes it, names t.
+func CommandKnownIn(list string, t CommandType) bool {
+	for list != "" {
+		item, rest, _ := strings.Cut(list, ",")
+		list = rest
+		lo, hi, isRange := strings.Cut(item, "-")
+		if !isRange {
+			hi = lo
+		}
+		l, err1 := strconv.ParseUint(lo, 10, 8)
+		h, err2 := strconv.ParseUint(hi, 10, 8)
+		if err1 == nil && err2 == nil && uint64(t) >= l && uint64(t) <= h {
+			return true
+		}
+	}
+	return false
 }
 
 // CommandTypes returns every command type this peer knows, in ascending order.

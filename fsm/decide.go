@@ -46,6 +46,11 @@ type Leader struct {
 	// RefreshNodes, when set, brings the Ironic node mirror up to date with
 	// one sync pass (committing what changed through the log).
 	RefreshNodes func(ctx context.Context) error
+	// CommitBatch, when set, lets Decide batch new servers: it commits a
+	// CreateServers entry like Commit and also returns the entry's value
+	// (a BatchResult). Leave it nil while a peer that does not know
+	// CreateServers may apply the log.
+	CommitBatch func(ctx context.Context, c Command) (uint64, any, error)
 }
 
 // Decide is the leader's one entry into the state machine for a command
@@ -67,10 +72,17 @@ type Leader struct {
 //     new server, Decide runs l.RefreshNodes once (nodes may have been
 //     enrolled since the last sync) and decides again. Requests waiting
 //     meanwhile do not refresh again: they decide on the refreshed mirror.
+//
+// With l.CommitBatch set, new servers that arrive together are decided
+// together and committed in one CreateServers entry (decideBatched), under
+// the same rules.
 func (s *Store) Decide(ctx context.Context, c Command, l Leader) (uint64, error) {
 	p, ok := c.(leaderPrepared)
 	if !ok {
 		return l.Commit(ctx, c)
+	}
+	if cs, ok := c.(*CreateServer); ok && l.CommitBatch != nil {
+		return s.decideBatched(ctx, cs, l)
 	}
 	arrived := s.refreshes.Load()
 	s.decideMu.Lock()

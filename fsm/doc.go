@@ -54,8 +54,12 @@
 // # Snapshots
 //
 // A snapshot is a header ("CORRALSN", uint16 big-endian format version,
-// uvarint applied index) followed by typed records (one byte RecordType,
-// uvarint length, JSON body) and a terminating zero byte. Records are written
+// uvarint applied index; from version 2 also uvarint server and node
+// counts) followed by typed records (one byte RecordType, uvarint length,
+// body) and a terminating zero byte. Bodies are JSON in version 1; in
+// version 2 servers, nodes and placement records are binary, written by
+// hand without reflection (snapcodec.go), and the others stay JSON. A
+// peer restores every version it knows and refuses a newer one. Records are written
 // in RecordType order and, within a type, in key order, so equal states give
 // byte-identical snapshots. Record types follow the same append-only and
 // IgnoreUnknownFlag rules as commands.

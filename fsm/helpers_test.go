@@ -94,6 +94,12 @@ func sampleCommands() []Command {
 		&FinishServerAction{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Kind: ActionRebuild,
 			Fault: &Fault{Code: 500, Message: "deploy failed", Created: t0}},
 		&UpdateServer{Meta: m, ID: "s1", Name: ptr("web-2"), Locked: ptr(true), LockedReason: "audit"},
+		&CreateServers{Meta: m, Servers: []CreateServer{
+			{Meta: Meta{RequestID: "req-2"}, ID: "s2", Name: "web-2", FlavorID: "f1", ImageRef: "img-1", Host: "node-1",
+				Claim: map[string]map[string]int64{"n2": {"CUSTOM_GOLD": 1}}},
+			{ID: "s3", Name: "web-3", FlavorID: "f1", ImageRef: "img-1", NoValidHost: "No valid host was found."}}},
+		&ReserveNodeAndTask{ReserveNode: ReserveNode{Meta: m, ServerID: "s1", Host: "node-1", Epoch: 1, NodeUUID: "n1",
+			AllocationUUID: "a1"}, TaskState: TaskSpawning},
 	}
 }
 
@@ -176,8 +182,20 @@ func genServerCommand(r *rand.Rand, m Meta, hostName, flavorID func() string) Co
 				c.Claim[HostProviderUUID(c.Host)] = map[string]int64{"VCPU": 1}
 			}
 		}
+		if r.IntN(3) == 0 {
+			// Decided in a batch with another, which may take the same id
+			// or node.
+			c2 := *c
+			c2.Meta = Meta{RequestID: m.RequestID + "-2"}
+			c2.ID = fmt.Sprintf("10000000-0000-4000-9000-%012d", r.IntN(30))
+			return &CreateServers{Meta: m, Servers: []CreateServer{*c, c2}}
+		}
 		return c
 	case 1:
+		if r.IntN(2) == 0 {
+			return &ReserveNodeAndTask{ReserveNode: ReserveNode{Meta: m, ServerID: srv, Host: hostName(), Epoch: epoch, NodeUUID: node},
+				TaskState: []string{TaskSpawning, "", TaskDeleting}[r.IntN(3)]}
+		}
 		return &ReserveNode{Meta: m, ServerID: srv, Host: hostName(), Epoch: epoch, NodeUUID: node}
 	case 2:
 		return &ReleaseNode{Meta: m, ServerID: srv, Host: hostName(), Epoch: epoch, NodeUUID: node}

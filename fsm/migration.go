@@ -88,7 +88,7 @@ func applyMigrateFlavors(st *state, c *MigrateFlavors) (any, error) {
 		maps.Copy(s.Flavor.ExtraSpecs, migratedSpecs(c.ResourceClass))
 		s.Claim = cloneClaim(reqs[id].Allocations)
 		s.UpdatedAt = at
-		st.servers[id] = s
+		st.putServer(s)
 	}
 	// Inventory refused while these allocations held it may go now.
 	for _, id := range sortedKeys(st.nodes) {

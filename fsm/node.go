@@ -110,20 +110,37 @@ func applySyncNodes(st *state, c *SyncNodes) (any, error) {
 	// Reconcile, in UUID order, the nodes this entry touched and those
 	// holding a conflict (retried at every sync), or every node when the
 	// legacy switch flipped. Reconciling a node changes only that node, so
-	// the set can be gathered first; the mirror is not sorted for it.
+	// the set can be gathered first. The conflicted nodes come from
+	// st.conflicted, which holds every one of them (and maybe some whose
+	// conflict cleared elsewhere, dropped here): an entry costs its own
+	// nodes and the conflicted ones, not the whole mirror.
 	var ids []string
 	if all {
 		ids = sortedKeys(st.nodes)
 	} else {
-		for id, n := range st.nodes {
-			if touched[id] || n.InventoryConflict != "" {
+		ids = make([]string, 0, len(touched)+len(st.conflicted))
+		for id := range touched {
+			ids = append(ids, id)
+		}
+		for id := range st.conflicted {
+			if touched[id] {
+				continue
+			}
+			if st.nodes[id].InventoryConflict != "" {
 				ids = append(ids, id)
+			} else {
+				delete(st.conflicted, id)
 			}
 		}
 		slices.Sort(ids)
 	}
 	for _, id := range ids {
 		reconcileNodeProvider(st, id, at)
+		if st.nodes[id].InventoryConflict != "" {
+			st.conflicted[id] = struct{}{}
+		} else {
+			delete(st.conflicted, id)
+		}
 	}
 	return len(c.Upserts) + len(c.Missing), nil
 }
@@ -142,14 +159,7 @@ func loadNodeRecord(st *state, body []byte) error {
 	if err := json.Unmarshal(body, &n); err != nil {
 		return err
 	}
-	if n.UUID == "" {
-		return fmt.Errorf("node record has no uuid")
-	}
-	if _, dup := st.nodes[n.UUID]; dup {
-		return fmt.Errorf("node %s appears twice", n.UUID)
-	}
-	st.nodes[n.UUID] = n
-	return nil
+	return addLoadedNode(st, n)
 }
 
 // NormalizeResourceClass spells an Ironic resource class the way

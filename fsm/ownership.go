@@ -155,7 +155,7 @@ func applyReassignServers(st *state, c *ReassignServers) (any, error) {
 		s.OwnerReason = fmt.Sprintf("%s: from %s at epoch %d", c.Reason, s.Host, s.Epoch)
 		s.Host, s.Epoch, s.EpochIndex, s.OwnerSince = m.ToHost, s.Epoch+1, st.index, at
 		s.UpdatedAt = at
-		st.servers[s.ID] = s
+		st.putServer(s)
 	}
 	return len(c.Moves), nil
 }

@@ -56,7 +56,7 @@ func applyPurgeServers(st *state, c *PurgeServers) (any, error) {
 		if !ok || !purgeable(s, before) {
 			continue
 		}
-		delete(st.servers, id)
+		st.removeServer(id)
 		res.Purged = append(res.Purged, id)
 	}
 	return res, nil

@@ -63,7 +63,7 @@ func applyReserveNode(st *state, c *ReserveNode) (any, error) {
 	}
 	s.NodeUUID, s.AllocationUUID = c.NodeUUID, c.AllocationUUID
 	s.UpdatedAt = c.At.UTC()
-	st.servers[s.ID] = s
+	st.putServer(s)
 	st.reservations[c.NodeUUID] = s.ID
 	return cloneServer(s), nil
 }
@@ -82,6 +82,6 @@ func applyReleaseNode(st *state, c *ReleaseNode) (any, error) {
 	delete(st.reservations, s.NodeUUID)
 	s.NodeUUID, s.AllocationUUID = "", ""
 	s.UpdatedAt = c.At.UTC()
-	st.servers[s.ID] = s
+	st.putServer(s)
 	return cloneServer(s), nil
 }

@@ -200,17 +200,6 @@ func init() {
 	registerRecord(RecordServer, recordSpec{name: "server", write: writeServerRecords, load: loadServerRecord})
 }
 
-// hostLoad counts the live servers of every host.
-func hostLoad(st *state) map[string]int {
-	n := map[string]int{}
-	for _, s := range st.servers {
-		if s.Live() && s.Host != "" {
-			n[s.Host]++
-		}
-	}
-	return n
-}
-
 // placementCandidates are the up hosts of the kind, with their load,
 // less the avoided ones.
 func placementCandidates(st *state, kind string, avoid ...string) []sched.Candidate {
@@ -304,7 +293,7 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 		s.Status, s.TaskState, s.Host, s.Epoch = StatusBuild, TaskScheduling, c.Host, 1
 		s.EpochIndex, s.OwnerSince, s.OwnerReason = st.index, at, "placed at creation (fewest servers)"
 	}
-	st.servers[s.ID] = s
+	st.putServer(s)
 	return cloneServer(s), nil
 }
 
@@ -365,7 +354,7 @@ func applySetServerTask(st *state, c *SetServerTask) (any, error) {
 		s.Fault = &f
 	}
 	s.UpdatedAt = at
-	st.servers[s.ID] = s
+	st.putServer(s)
 	return cloneServer(s), nil
 }
 
@@ -382,7 +371,7 @@ func applyDeleteServer(st *state, c *DeleteServer) (any, error) {
 	} else {
 		s.TaskState = TaskDeleting
 	}
-	st.servers[s.ID] = s
+	st.putServer(s)
 	return cloneServer(s), nil
 }
 
@@ -400,20 +389,7 @@ func loadServerRecord(st *state, body []byte) error {
 	if err := json.Unmarshal(body, &s); err != nil {
 		return err
 	}
-	if s.ID == "" {
-		return fmt.Errorf("server record has no id")
-	}
-	if _, dup := st.servers[s.ID]; dup {
-		return fmt.Errorf("server %s appears twice", s.ID)
-	}
-	if s.NodeUUID != "" {
-		if other, taken := st.reservations[s.NodeUUID]; taken {
-			return fmt.Errorf("node %s is reserved by both %s and %s", s.NodeUUID, other, s.ID)
-		}
-		st.reservations[s.NodeUUID] = s.ID
-	}
-	st.servers[s.ID] = s
-	return nil
+	return addLoadedServer(st, s)
 }
 
 func wrapNotFound(msg string) error { return fmt.Errorf("%w: %s", ErrNotFound, msg) }

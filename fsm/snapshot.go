@@ -11,9 +11,25 @@ import (
 )
 
 // Snapshot stream constants.
+//
+// A snapshot is a header — SnapshotMagic, the format version (uint16
+// big-endian), the applied index (uvarint) and, from version 2 on, the
+// numbers of servers and of nodes (uvarints, sizing hints for a restore) —
+// then typed records (one byte RecordType, uvarint length, body) in
+// RecordType order and, within a type, in key order, then RecordEnd. Equal
+// states give byte-identical snapshots.
+//
+// Version 1 wrote every body as JSON. Version 2 writes the bodies of the
+// big record kinds — servers, nodes (snapcodec.go) and the placement
+// store (placement.Store.EncodeRecords) — in a hand-written binary
+// encoding, keeps JSON for the small ones (hosts, flavors, key pairs), and
+// adds RecordSettings. This peer reads both versions.
 const (
 	SnapshotMagic   = "CORRALSN"
-	SnapshotVersion = 1
+	SnapshotVersion = 2
+
+	// snapshotVersionJSON is the first format: JSON bodies only.
+	snapshotVersionJSON = 1
 
 	// MaxRecordSize bounds one record's body, so that a corrupt length
 	// cannot make Restore allocate without limit.
@@ -32,9 +48,10 @@ const (
 	RecordFlavor    RecordType = 2
 	RecordServer    RecordType = 3 // reservations are rebuilt from servers
 	RecordNode      RecordType = 4
-	RecordPlacement RecordType = 5 // one record per line of the placement store's canonical encoding
+	RecordPlacement RecordType = 5 // version 1: one per JSON line of placement.Store.WriteTo; version 2: one per placement.Store.EncodeRecords record
 	RecordKeyPair   RecordType = 6
-	// 7..31 reserved.
+	RecordSettings  RecordType = 7 // cluster-wide switches (format version 2 on)
+	// 8..31 reserved.
 )
 
 // Ignorable reports whether t carries IgnoreUnknownFlag.
@@ -55,7 +72,30 @@ type recordSpec struct {
 var (
 	records     = map[RecordType]recordSpec{}
 	recordOrder []RecordType // ascending; the order records are written in
+	// binRecords are the record types whose bodies are binary from
+	// format version 2 on.
+	binRecords = map[RecordType]binarySpec{}
 )
+
+// binarySpec is how one entity is written to and loaded from snapshots in
+// the binary encoding.
+type binarySpec struct {
+	// write calls emit with every record body in canonical order; the
+	// body is reused once emit returns.
+	write func(st *state, emit func(body []byte) error) error
+	// load adds one record body to st, rejecting duplicates. body is
+	// not retained.
+	load func(st *state, body []byte) error
+}
+
+// registerBinaryRecord makes t a binary record type (see registerRecord:
+// t keeps its JSON spec, used to read version 1 snapshots).
+func registerBinaryRecord(t RecordType, spec binarySpec) {
+	if _, dup := binRecords[t]; dup || t == RecordEnd {
+		panic(fmt.Sprintf("fsm: binary record type %d registered twice or reserved", uint8(t)))
+	}
+	binRecords[t] = spec
+}
 
 // registerRecord adds a snapshot record type. Mistakes are programming errors
 // and stop the program at start.
@@ -71,7 +111,8 @@ func registerRecord(t RecordType, spec recordSpec) {
 	slices.Sort(recordOrder)
 }
 
-// Snapshot is a point-in-time deep copy of a Store's state.
+// Snapshot is a point-in-time copy of a Store's state, ready to write
+// (see state.clone).
 type Snapshot struct {
 	index uint64
 	st    *state
@@ -84,7 +125,11 @@ func (sn *Snapshot) Index() uint64 { return sn.index }
 func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 64<<10)
-	if err := writeHeader(bw, sn.index); err != nil {
+	servers, nodes := len(sn.st.servers), len(sn.st.nodes)
+	if sn.st.frozen != nil {
+		servers, nodes = sn.st.sizes[0], sn.st.sizes[1]
+	}
+	if err := writeHeader(bw, sn.index, servers, nodes); err != nil {
 		return cw.n, err
 	}
 	if err := writeRecords(bw, sn.st); err != nil {
@@ -94,21 +139,50 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	return cw.n, err
 }
 
-func writeHeader(w *bufio.Writer, index uint64) error {
-	var hdr [len(SnapshotMagic) + 2 + binary.MaxVarintLen64]byte
-	n := copy(hdr[:], SnapshotMagic)
-	binary.BigEndian.PutUint16(hdr[n:], SnapshotVersion)
-	n += 2
-	n += binary.PutUvarint(hdr[n:], index)
-	_, err := w.Write(hdr[:n])
+// writeHeader writes the stream header: magic, format version, applied
+// index, then (version 2 on) the number of servers and of nodes, which
+// a restore uses to size its maps.
+func writeHeader(w *bufio.Writer, index uint64, servers, nodes int) error {
+	hdr := make([]byte, 0, len(SnapshotMagic)+2+3*binary.MaxVarintLen64)
+	hdr = append(hdr, SnapshotMagic...)
+	hdr = binary.BigEndian.AppendUint16(hdr, SnapshotVersion)
+	hdr = binary.AppendUvarint(hdr, index)
+	hdr = binary.AppendUvarint(hdr, uint64(servers))
+	hdr = binary.AppendUvarint(hdr, uint64(nodes))
+	_, err := w.Write(hdr)
 	return err
 }
 
 // writeRecords writes every record of st in canonical order, then the
-// terminator.
+// terminator. The records captured by a snapshot copy (st.frozen) are
+// written as captured.
 func writeRecords(w *bufio.Writer, st *state) error {
 	var lenBuf [binary.MaxVarintLen64]byte
 	for _, t := range recordOrder {
+		if bufs, ok := st.frozen[t]; ok {
+			for _, b := range bufs {
+				if _, err := w.Write(b); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if bin, ok := binRecords[t]; ok {
+			err := bin.write(st, func(body []byte) error {
+				if err := w.WriteByte(byte(t)); err != nil {
+					return err
+				}
+				if _, err := w.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(body)))]); err != nil {
+					return err
+				}
+				_, err := w.Write(body)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		spec := records[t]
 		emit := func(v any) error {
 			var body []byte
@@ -148,7 +222,8 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	if _, err := io.ReadFull(br, ver[:]); err != nil {
 		return nil, 0, fmt.Errorf("%w: snapshot header: %w", ErrInvalid, truncated(err))
 	}
-	switch v := binary.BigEndian.Uint16(ver[:]); {
+	version := binary.BigEndian.Uint16(ver[:])
+	switch v := version; {
 	case v > SnapshotVersion:
 		return nil, 0, fmt.Errorf("%w: snapshot format version %d is newer than this peer supports (%d): upgrade this peer", ErrInvalid, v, SnapshotVersion)
 	case v == 0:
@@ -159,41 +234,82 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, fmt.Errorf("%w: snapshot applied index: %w", ErrInvalid, truncated(err))
 	}
 	st := newState()
+	if version > snapshotVersionJSON {
+		servers, err := binary.ReadUvarint(br)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: snapshot server count: %w", ErrInvalid, truncated(err))
+		}
+		nodes, err := binary.ReadUvarint(br)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: snapshot node count: %w", ErrInvalid, truncated(err))
+		}
+		// Hints only (the records are what counts), bounded so that a
+		// corrupt count cannot allocate without limit.
+		hint := func(n uint64) int { return int(min(n, 1<<20)) }
+		st.servers = make(map[string]Server, hint(servers))
+		st.reservations = make(map[string]string, hint(servers))
+		st.nodes = make(map[string]Node, hint(nodes))
+	}
+	// The binary records load on one goroutine per type (servers, nodes,
+	// placement touch disjoint parts of st), the others here. The error
+	// reported is the one of the first bad record, as a sequential read
+	// would report it.
+	loads := newRecordLoads(st)
+	at, err := readRecords(br, st, version, loads)
+	if wat, werr := loads.wait(); werr != nil && (err == nil || wat < at) {
+		err = werr
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := st.finishRestore(); err != nil {
+		return nil, 0, fmt.Errorf("%w: snapshot: %w", ErrInvalid, err)
+	}
+	return st, index, nil
+}
+
+// readRecords reads the records up to RecordEnd, loading the JSON ones
+// into st and handing the binary ones to loads. It returns the error of
+// the first record it could not read or load, with that record's number.
+func readRecords(br *bufio.Reader, st *state, version uint16, loads *recordLoads) (int, error) {
 	for n := 1; ; n++ {
 		b, err := br.ReadByte()
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d: %w", ErrInvalid, n, truncated(err))
+			return n, fmt.Errorf("%w: snapshot record %d: %w", ErrInvalid, n, truncated(err))
 		}
 		t := RecordType(b)
 		if t == RecordEnd {
-			if err := st.finishLoad(); err != nil {
-				return nil, 0, fmt.Errorf("%w: snapshot: %w", ErrInvalid, err)
-			}
-			return st, index, nil
+			return n, nil
 		}
 		size, err := binary.ReadUvarint(br)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d length: %w", ErrInvalid, n, truncated(err))
+			return n, fmt.Errorf("%w: snapshot record %d length: %w", ErrInvalid, n, truncated(err))
 		}
 		if size > MaxRecordSize {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d is %d bytes, more than the limit of %d: the snapshot is corrupt", ErrInvalid, n, size, MaxRecordSize)
+			return n, fmt.Errorf("%w: snapshot record %d is %d bytes, more than the limit of %d: the snapshot is corrupt", ErrInvalid, n, size, MaxRecordSize)
 		}
 		spec, known := records[t]
 		if !known && !t.Ignorable() {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d has unknown type %d: the snapshot was written by a newer corral; upgrade this peer", ErrInvalid, n, uint8(t))
+			return n, fmt.Errorf("%w: snapshot record %d has unknown type %d: the snapshot was written by a newer corral; upgrade this peer", ErrInvalid, n, uint8(t))
 		}
 		if !known {
 			if _, err := br.Discard(int(size)); err != nil {
-				return nil, 0, fmt.Errorf("%w: snapshot record %d: %w", ErrInvalid, n, truncated(err))
+				return n, fmt.Errorf("%w: snapshot record %d: %w", ErrInvalid, n, truncated(err))
+			}
+			continue
+		}
+		if _, isBin := binRecords[t]; isBin && version > snapshotVersionJSON {
+			if err := loads.read(br, t, n, int(size)); err != nil {
+				return n, fmt.Errorf("%w: snapshot record %d: %w", ErrInvalid, n, truncated(err))
 			}
 			continue
 		}
 		body := make([]byte, size)
 		if _, err := io.ReadFull(br, body); err != nil {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d: %w", ErrInvalid, n, truncated(err))
+			return n, fmt.Errorf("%w: snapshot record %d: %w", ErrInvalid, n, truncated(err))
 		}
 		if err := spec.load(st, body); err != nil {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d (%s): %w", ErrInvalid, n, spec.name, err)
+			return n, fmt.Errorf("%w: snapshot record %d (%s): %w", ErrInvalid, n, spec.name, err)
 		}
 	}
 }

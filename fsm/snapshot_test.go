@@ -34,7 +34,7 @@ func snapshotBytes(t testing.TB, s *Store) []byte {
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	s := populated(t)
 	data := snapshotBytes(t, s)
-	if !bytes.HasPrefix(data, []byte(SnapshotMagic+"\x00\x01")) {
+	if !bytes.HasPrefix(data, []byte(SnapshotMagic+"\x00\x02")) {
 		t.Fatalf("header = %q", data[:10])
 	}
 	r := New()
@@ -115,6 +115,9 @@ func stream(version uint16, index uint64, recs ...[]byte) []byte {
 	b := []byte(SnapshotMagic)
 	b = binary.BigEndian.AppendUint16(b, version)
 	b = binary.AppendUvarint(b, index)
+	if version > snapshotVersionJSON {
+		b = append(b, 0, 0) // no servers, no nodes
+	}
 	for _, r := range recs {
 		b = append(b, r...)
 	}
@@ -138,13 +141,17 @@ func TestRestoreRecords(t *testing.T) {
 		{"unknown ignorable record", stream(1, 9, host, record(RecordType(IgnoreUnknownFlag)|50, `{"x":1}`), flavor), ""},
 		{"unknown record", stream(1, 9, host, record(50, `{}`), flavor), "unknown type 50"},
 		{"bad magic", append([]byte("NOTCORRL"), stream(1, 9)[8:]...), "not a corral snapshot"},
-		{"newer version", stream(2, 9, host), "newer than this peer supports"},
+		{"newer version", stream(SnapshotVersion+1, 9, host), "newer than this peer supports"},
 		{"version zero", stream(0, 9, host), "version 0"},
 		{"duplicate host", stream(1, 9, host, host), "appears twice"},
 		{"duplicate flavor name", stream(1, 9, flavor, record(RecordFlavor, `{"id":"f2","name":"small"}`)), "used by both"},
 		{"bad json", stream(1, 9, record(RecordHost, `{`)), "host"},
 		{"oversized record", stream(1, 9, append([]byte{byte(RecordHost)}, binary.AppendUvarint(nil, MaxRecordSize+1)...)), "limit"},
 		{"empty", nil, "truncated"},
+		{"version 2", stream(2, 9, host, flavor), ""},
+		{"version 2 JSON server", stream(2, 9, host, flavor, record(RecordServer, `{"id":"s1"}`)), "server record"},
+		{"version 2 JSON placement", stream(2, 9, host, flavor, record(RecordPlacement, `{"format":"corral.placement"}`)), "placement"},
+		{"version 2 settings twice", stream(2, 9, host, flavor, record(RecordSettings, `{}`), record(RecordSettings, `{}`)), "twice"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"github.com/corral-dev/corral/fsm/placement"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // state is everything the log builds. It has one map per entity; the file of
@@ -17,7 +18,7 @@ type state struct {
 	hosts        map[string]Host    // by name
 	flavors      map[string]Flavor  // by ID
 	flavorNames  map[string]string  // flavor name -> ID (index, rebuilt on restore)
-	servers      map[string]Server  // by ID
+	servers      map[string]Server  // by ID; written through putServer and removeServer
 	reservations map[string]string  // node UUID -> server ID (index, rebuilt on restore)
 	nodes        map[string]Node    // Ironic node mirror, by UUID
 	placement    *placement.Store   // resource providers, inventories, allocations
@@ -25,7 +26,26 @@ type state struct {
 	// legacyInventory: node providers also report VCPU, MEMORY_MB and
 	// DISK_GB ([workarounds] report_ironic_standard_resource_class_inventory).
 	legacyInventory bool
-	placementLoad   *bytes.Buffer // snapshot restore only
+	placementLoad   *bytes.Buffer // snapshot restore only (version 1)
+	settingsLoaded  bool          // snapshot restore only
+
+	// hostServers counts the live servers of every host (index, kept by
+	// putServer and removeServer, rebuilt on restore; see load.go).
+	hostServers map[string]int
+	// conflicted holds every mirrored node with an inventory conflict, and
+	// possibly nodes whose conflict cleared since the last node sync
+	// (index, kept by applySyncNodes, rebuilt on restore; see node.go).
+	conflicted map[string]struct{}
+
+	// frozen, set only in a snapshot copy (clone), holds the framed
+	// records of the binary record types as they were encoded under the
+	// store's read lock.
+	frozen map[RecordType][][]byte
+	// sizes, set with frozen, are the numbers of servers and nodes the
+	// snapshot copy captured (written in the snapshot header).
+	sizes [2]int
+	// placementDec decodes the binary placement records of a restore.
+	placementDec *placement.Decoder
 
 	// index is the log index of the entry being applied (not part of
 	// snapshots): Apply records it where state remembers "when".
@@ -42,34 +62,63 @@ func newState() *state {
 		nodes:        map[string]Node{},
 		placement:    placement.New(),
 		keypairs:     map[string]KeyPair{},
+		hostServers:  map[string]int{},
+		conflicted:   map[string]struct{}{},
 	}
 }
 
-// clone returns a deep copy of st.
+// clone returns the point-in-time copy of st that a Snapshot writes. It is
+// taken under the store's read lock, so it does as little as it can: the
+// small entities (hosts, flavors, key pairs) are deep-copied, and the big
+// ones (servers, nodes, placement: every binary record type) are captured
+// as their encoded snapshot records, no copy of 10^5 objects and their
+// maps, each type on its own goroutine (they only read st). The copy is
+// for writing a snapshot only: its servers, nodes and placement are empty.
 func (st *state) clone() *state {
-	c := &state{
-		hosts:        maps.Clone(st.hosts), // Host holds no references
-		flavors:      make(map[string]Flavor, len(st.flavors)),
-		flavorNames:  maps.Clone(st.flavorNames),
-		servers:      make(map[string]Server, len(st.servers)),
-		reservations: maps.Clone(st.reservations),
-		nodes:        make(map[string]Node, len(st.nodes)),
-		placement:    st.placement.Clone(),
-		keypairs:     maps.Clone(st.keypairs), // KeyPair holds no references
-
-		legacyInventory: st.legacyInventory,
-	}
-	for id, s := range st.servers {
-		c.servers[id] = cloneServer(s)
-	}
-	for id, n := range st.nodes {
-		c.nodes[id] = cloneNode(n)
-	}
+	c := newState()
+	c.hosts = maps.Clone(st.hosts) // Host holds no references
+	c.flavorNames = maps.Clone(st.flavorNames)
+	c.keypairs = maps.Clone(st.keypairs) // KeyPair holds no references
+	c.legacyInventory = st.legacyInventory
 	for id, f := range st.flavors {
 		c.flavors[id] = cloneFlavor(f)
 	}
+	c.sizes = [2]int{len(st.servers), len(st.nodes)}
+	types := slices.Sorted(maps.Keys(binRecords))
+	frozen := make([][][]byte, len(types))
+	var wg sync.WaitGroup
+	for i, t := range types {
+		wg.Go(func() { frozen[i] = captureRecords(st, t, binRecords[t]) })
+	}
+	wg.Wait()
+	c.frozen = make(map[RecordType][][]byte, len(types))
+	for i, t := range types {
+		c.frozen[t] = frozen[i]
+	}
 	return c
 }
+
+// captureRecords returns the framed records of type t in chunks of about
+// 1 MiB: one growing buffer would copy them again at every doubling.
+func captureRecords(st *state, t RecordType, spec binarySpec) [][]byte {
+	const chunk = 1 << 20
+	var bufs [][]byte
+	cur := make([]byte, 0, chunk)
+	_ = spec.write(st, func(body []byte) error { // appending cannot fail
+		if need := 1 + binaryLenSize + len(body); len(cur)+need > cap(cur) {
+			bufs = append(bufs, cur)
+			cur = make([]byte, 0, max(chunk, need))
+		}
+		cur = append(cur, byte(t))
+		cur = appendUint(cur, uint64(len(body)))
+		cur = append(cur, body...)
+		return nil
+	})
+	return append(bufs, cur)
+}
+
+// binaryLenSize is the most bytes a record length takes.
+const binaryLenSize = 10
 
 // sortedKeys returns the keys of m in ascending order, so that walks over
 // state maps never depend on map iteration order.

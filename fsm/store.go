@@ -31,6 +31,9 @@ type Store struct {
 
 	decideMu  sync.Mutex    // the leader's decisions, one at a time (Decide)
 	refreshes atomic.Uint64 // node mirror refreshes Decide ran
+
+	queueMu sync.Mutex
+	queue   []*pendingCreate // new servers waiting for a batched decision (decideBatched)
 }
 
 // New returns an empty store at applied index 0.

@@ -126,6 +126,9 @@ type novaServer struct {
 	Task   *string `json:"OS-EXT-STS:task_state"`
 	Host   *string `json:"OS-EXT-SRV-ATTR:host"`
 	Node   *string `json:"OS-EXT-SRV-ATTR:hypervisor_hostname"`
+	Fault  *struct {
+		Message string `json:"message"`
+	} `json:"fault"`
 }
 
 func (s novaServer) State() ServerState {
@@ -138,6 +141,9 @@ func (s novaServer) State() ServerState {
 	}
 	if s.Node != nil {
 		st.Node = *s.Node
+	}
+	if s.Fault != nil {
+		st.Fault = s.Fault.Message
 	}
 	return st
 }

@@ -40,6 +40,7 @@ type ServerState struct {
 	Task   string `json:"task,omitempty"`
 	Host   string `json:"host,omitempty"`
 	Node   string `json:"node,omitempty"`
+	Fault  string `json:"fault,omitempty"` // an ERROR server's fault message
 }
 
 // Deleting reports whether a delete was requested and not yet finished.

@@ -35,6 +35,7 @@ type IronicNode struct {
 	InstanceUUID   *string `json:"instance_uuid"`
 	AllocationUUID *string `json:"allocation_uuid"`
 	Maintenance    bool    `json:"maintenance"`
+	UpdatedAt      *string `json:"updated_at"`
 }
 
 // IronicAllocation is the subset of an Ironic allocation the checks read.

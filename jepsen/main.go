@@ -54,6 +54,11 @@ type Config struct {
 	TLS            bool
 	Keystone       bool
 	OpenStackEnv   string
+	Workload       string
+	Waves          int
+	WaveSize       int
+	WaveSettle     time.Duration
+	WaveHold       time.Duration
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -88,8 +93,34 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.TLS, "tls", false, "TLS everywhere: a CA and per-peer certificates from corral tls, agents with [tls] (verify_incoming) and [gossip] encrypt, clients over HTTPS with a client certificate")
 	fs.BoolVar(&c.Keystone, "keystone", false, "agents with [auth] strategy = keystone, the workload as a Keystone member user (alice, demo-a); needs -openstack-env (skipped, with a message, without it)")
 	fs.StringVar(&c.OpenStackEnv, "openstack-env", os.Getenv("OPENSTACK_ENV"), "env file of scripts/openstack-up.sh (default $OPENSTACK_ENV), for -keystone")
+	fs.StringVar(&c.Workload, "workload", WorkloadMixed, "mixed: clients boot, delete, show and list at random; massboot: waves of -wave-size simultaneous boots, then deletes of them all")
+	fs.IntVar(&c.Waves, "waves", 3, "massboot: number of waves (the last one is left standing for the final-state check)")
+	fs.IntVar(&c.WaveSize, "wave-size", 200, "massboot: boots sent at once in each wave")
+	fs.DurationVar(&c.WaveSettle, "wave-settle", 60*time.Second, "massboot: how long a wave may take to leave BUILD, or to be deleted")
+	fs.DurationVar(&c.WaveHold, "wave-hold", 15*time.Second, "massboot: how long a settled wave stays up under the nemesis before its deletes (a second snapshot follows)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	switch c.Workload {
+	case WorkloadMixed:
+	case WorkloadMassBoot:
+		// Defaults of their own: contention (more boots than nodes), room
+		// for 200 requests at once on the agents, and the waves decide
+		// when the run ends (-duration is then only a cap).
+		if !c.Flag(fs, "nodes") {
+			c.Nodes = 150
+		}
+		if !c.Flag(fs, "op-timeout") {
+			c.OpTimeout = 20 * time.Second
+		}
+		if !c.Flag(fs, "duration") {
+			c.Duration = 10 * time.Minute
+		}
+		if c.Waves < 1 || c.WaveSize < 1 {
+			return c, fmt.Errorf("-workload massboot needs -waves and -wave-size of at least 1")
+		}
+	default:
+		return c, fmt.Errorf("-workload %q is unknown: use %s or %s", c.Workload, WorkloadMixed, WorkloadMassBoot)
 	}
 	if _, err := ParseFamilies(c.Nemesis); err != nil {
 		return c, err
@@ -170,6 +201,13 @@ func recheck(cfg Config) int {
 			return 2
 		}
 	}
+	var waves []Wave
+	if old.Run.Workload == WorkloadMassBoot {
+		if err := readJSON(filepath.Join(cfg.Recheck, "waves.json"), &waves); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return 2
+		}
+	}
 	var injected []string
 	ops, injected = applyInjections(cfg, ops)
 	run := old.Run
@@ -181,8 +219,8 @@ func recheck(cfg Config) int {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return 2
 	}
-	v := checkAll(ops, fs, windows, rec, old.Availability.FinalError, old.Faults.FinalHealError, old.DataRaces, out, run, cfg.CheckTimeout)
-	if err := writeResults(out, v, ops, windows, len(injected) > 0); err != nil {
+	v := checkAll(ops, fs, windows, waves, rec, old.Availability.FinalError, old.Faults.FinalHealError, old.DataRaces, out, run, cfg.CheckTimeout)
+	if err := writeResults(out, v, ops, windows, waves, len(injected) > 0); err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return 2
 	}

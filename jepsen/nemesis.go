@@ -104,6 +104,20 @@ type Nemesis struct {
 
 	mu      sync.Mutex
 	windows []Window
+	faulty  bool // a fault is in place (injected, not yet healed)
+}
+
+// Faulty reports whether a fault is in place now.
+func (n *Nemesis) Faulty() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.faulty
+}
+
+func (n *Nemesis) setFaulty(b bool) {
+	n.mu.Lock()
+	n.faulty = b
+	n.mu.Unlock()
 }
 
 // Windows returns the faults injected so far.
@@ -153,7 +167,9 @@ func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
 			w.Error = err.Error()
 		}
 		n.Logf("nemesis: %s %s%s", name, detail, errSuffix(err))
+		n.setFaulty(err == nil)
 		sleepCtx(ctx, n.Fault)
+		n.setFaulty(false)
 		if heal != nil {
 			if herr := heal(); herr != nil {
 				w.HealError = herr.Error()

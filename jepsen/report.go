@@ -24,6 +24,7 @@ type RunInfo struct {
 	Race     bool     `json:"race"`               // the agents were built with the race detector
 	Security string   `json:"security,omitempty"` // TLS, gossip encryption
 	Auth     string   `json:"auth,omitempty"`     // static tokens or Keystone
+	Workload string   `json:"workload,omitempty"` // "" (older runs) is mixed
 }
 
 // Verdict is verdict.json: every checker's result. Valid only if every
@@ -39,6 +40,7 @@ type Verdict struct {
 	DefaultReads LinResult           `json:"default_reads_informational"`
 	Final        FinalResult         `json:"final_state"`
 	Availability AvailResult         `json:"availability"`
+	MassBoot     *MassResult         `json:"massboot,omitempty"`   // with -workload massboot
 	DataRaces    map[string][]string `json:"data_races,omitempty"` // agent → race detector reports
 	OpCounts     OpCounts            `json:"op_counts"`
 	Windows      []Window            `json:"windows"`
@@ -119,6 +121,9 @@ func WriteReport(dir string, v Verdict) error {
 	w("| final state (invariants 1-3) | %s | %d acked boots, %d unknown (%d applied), %d failed, %d acked deletes; %d live (%d ACTIVE, %d ERROR of which %d never scheduled), %d reservations, %d Ironic claims %s |",
 		verdictWord(f.Valid), f.Acknowledged, f.Unknown, f.UnknownExist, f.Failed, f.DeletedAcks, f.LiveServers,
 		f.ActiveServers, f.ErrorServers, f.Unscheduled, f.Reservations, f.IronicClaims, causes(f.Counts))
+	if m := v.MassBoot; m != nil {
+		w("| mass boot (node capacity, waves) | %s | %s %s |", verdictWord(m.Valid), massSummary(m), causes(m.Counts))
+	}
 	a := v.Availability
 	w("| availability | %s | writes %.1f%% ok overall, %.1f%% outside faults; recovered %.1fs after the last heal |",
 		verdictWord(a.Valid), 100*a.Overall.WriteAvail, 100*a.Healthy.WriteAvail, a.FinalRecoveryS)
@@ -237,8 +242,19 @@ func WriteReport(dir string, v Verdict) error {
 			}
 		}
 	}
+	if m := v.MassBoot; m != nil && (len(m.Anomalies) > 0 || len(m.Notes) > 0) {
+		w("")
+		w("## Mass-boot anomalies and notes")
+		w("")
+		for _, an := range m.Anomalies {
+			w("- `%s` %s: %s", an.Kind, an.Server, an.Detail)
+		}
+		for _, n := range m.Notes {
+			w("- note: %s", n)
+		}
+	}
 	w("")
-	w("Files: `history.jsonl` (every operation), `verdict.json`, `final.json` (state read after the heal), `windows.json`, `latency.png`, `logs/`.")
+	w("Files: `history.jsonl` (every operation), `verdict.json`, `final.json` (state read after the heal), `windows.json`, `latency.png`, `logs/`; `waves.json` with `-workload massboot`.")
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
 }
 

@@ -223,14 +223,31 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	}
 	wl := &Workload{Cl: r.cl, API: sec.clientAPI(api), Rec: rec, Clients: r.cfg.Clients, Timeout: r.cfg.OpTimeout,
 		MaxLive: r.cfg.MaxLive, Flavor: "jepsen", Image: r.cfg.Image, Seed: r.cfg.Seed}
+	runWorkload := wl.Run
+	var mb *MassBoot
+	if r.cfg.Workload == WorkloadMassBoot {
+		mb = &MassBoot{Cl: r.cl, API: sec.clientAPI(api), IR: r.ir, RC: r.rc, Rec: rec, Waves: r.cfg.Waves,
+			Size: r.cfg.WaveSize, Nodes: r.cfg.Nodes, Timeout: r.cfg.OpTimeout, Settle: r.cfg.WaveSettle, Hold: r.cfg.WaveHold,
+			Flavor: "jepsen", Image: r.cfg.Image, Logf: r.logf}
+		runWorkload = mb.Run
+	}
 	nem := &Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
 		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf}
+	if mb != nil && len(families) > 0 {
+		mb.Faulty, mb.MaxWait = nem.Faulty, r.cfg.Fault+r.cfg.Heal+2*time.Second
+	}
 	wctx, wcancel := context.WithTimeout(ctx, r.cfg.Duration)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); wl.Run(wctx) }()
+	// The nemesis stops when the workload does (the mixed workload runs
+	// for -duration, the mass boot until its last wave).
+	go func() { defer wg.Done(); runWorkload(wctx); wcancel() }()
 	go func() { defer wg.Done(); nem.Run(wctx, r.cfg.Duration) }()
-	r.logf("workload: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
+	if mb != nil {
+		r.logf("workload: massboot, %d waves of %d boots for %d nodes (at most %s)", r.cfg.Waves, r.cfg.WaveSize, r.cfg.Nodes, r.cfg.Duration)
+	} else {
+		r.logf("workload: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
+	}
 	wg.Wait()
 	wcancel()
 	healErr := ""
@@ -261,11 +278,20 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 		return Verdict{}, ctx.Err()
 	}
 	windows := nem.Windows()
-	run := RunInfo{Started: time.Now().Add(-rec.Since()).Format(time.RFC3339), Duration: r.cfg.Duration.String(),
+	run := RunInfo{Started: time.Now().Add(-rec.Since()).Format(time.RFC3339), Duration: r.cfg.Duration.String(), Workload: r.cfg.Workload,
 		Nemesis: families, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Peers: r.cfg.Peers,
 		Ironic: "simulator", Nodes: r.cfg.Nodes, Corral: r.corralVersion(), Race: r.cfg.Race && r.cfg.CorralBin == ""}
 	if r.cfg.RealIronic {
 		run.Ironic = "real at " + r.ir.URL + " (class " + r.rc + ")"
+	}
+	var waves []Wave
+	if mb != nil {
+		waves = mb.WaveLog()
+		run.Clients = r.cfg.WaveSize
+		run.Duration = fmt.Sprintf("%d waves", len(waves))
+		if len(waves) > 0 {
+			run.Duration += " in " + time.Duration(waves[len(waves)-1].End).Round(time.Second).String()
+		}
 	}
 	run.Security, run.Auth = sec.describe()
 	ops, run.Injected = applyInjections(r.cfg, ops)
@@ -276,8 +302,8 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, fmt.Errorf("read the agents' logs: %w", err)
 	}
-	v := checkAll(ops, fs, windows, recovery, finalErr, healErr, races, r.dir, run, r.cfg.CheckTimeout)
-	return v, writeResults(r.dir, v, ops, windows, len(run.Injected) > 0)
+	v := checkAll(ops, fs, windows, waves, recovery, finalErr, healErr, races, r.dir, run, r.cfg.CheckTimeout)
+	return v, writeResults(r.dir, v, ops, windows, waves, len(run.Injected) > 0)
 }
 
 // corralVersion names the source the binary was built from.
@@ -310,7 +336,7 @@ func normalizeRC(raw string) string {
 
 // checkAll runs every checker. healErr is the error of the heal after
 // the workload; races are the agents' data race reports by agent.
-func checkAll(ops []Op, fs FinalState, windows []Window, recovery time.Duration, finalErr, healErr string,
+func checkAll(ops []Op, fs FinalState, windows []Window, waves []Wave, recovery time.Duration, finalErr, healErr string,
 	races map[string][]string, dir string, run RunInfo, timeout time.Duration) Verdict {
 	ix := indexHistory(ops)
 	v := Verdict{Run: run, Windows: windows, OpCounts: countOps(ix.Pairs), DataRaces: races}
@@ -320,10 +346,15 @@ func checkAll(ops []Op, fs FinalState, windows []Window, recovery time.Duration,
 	v.Availability = CheckAvailability(ix, windows, recovery, finalErr)
 	v.Faults = CheckFaults(ix, windows, healErr)
 	v.Valid = v.Faults.Valid && v.Linearizable.Valid && v.Final.Valid && v.Availability.Valid && len(races) == 0
+	if run.Workload == WorkloadMassBoot {
+		m := CheckMassBoot(waves, run.Nodes, fs)
+		v.MassBoot = &m
+		v.Valid = v.Valid && m.Valid
+	}
 	return v
 }
 
-func writeResults(dir string, v Verdict, ops []Op, windows []Window, injected bool) error {
+func writeResults(dir string, v Verdict, ops []Op, windows []Window, waves []Wave, injected bool) error {
 	if injected {
 		if err := WriteHistory(filepath.Join(dir, "history.jsonl"), ops); err != nil {
 			return err
@@ -331,6 +362,11 @@ func writeResults(dir string, v Verdict, ops []Op, windows []Window, injected bo
 	}
 	if err := writeJSON(filepath.Join(dir, "windows.json"), windows); err != nil {
 		return err
+	}
+	if v.Run.Workload == WorkloadMassBoot {
+		if err := writeJSON(filepath.Join(dir, "waves.json"), waves); err != nil {
+			return err
+		}
 	}
 	if err := writeJSON(filepath.Join(dir, "verdict.json"), v); err != nil {
 		return err
@@ -357,6 +393,9 @@ func printSummary(w io.Writer, dir string, v Verdict) {
 		fmt.Fprintf(w, "transport: %s; auth: %s\n", v.Run.Security, v.Run.Auth)
 	}
 	fmt.Fprintf(w, "final state: %v %v\n", v.Final.Valid, v.Final.Counts)
+	if m := v.MassBoot; m != nil {
+		fmt.Fprintf(w, "massboot: %v (%s) %v\n", m.Valid, massSummary(m), m.Counts)
+	}
 	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
 		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)
 	fmt.Fprintf(w, "faults: %v (%d windows, %d not injected or not healed, %d felt by no operation)\n", v.Faults.Valid,

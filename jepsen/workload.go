@@ -165,6 +165,11 @@ func (w *Workload) complete(inv Op, o Outcome, okCode int, v OpValue) Op {
 }
 
 func (w *Workload) boot(process int, peer *Agent, name string) string {
+	return w.bootOp(process, peer, name).Type
+}
+
+// bootOp sends one boot and returns its recorded completion.
+func (w *Workload) bootOp(process int, peer *Agent, name string) Op {
 	inv := w.Rec.Add(Op{Process: process, Type: Invoke, F: FBoot, Node: peer.Name, Value: OpValue{Name: name}})
 	o := w.request(http.MethodPost, peer.URL(), "/compute/v2.1/servers", map[string]any{"server": map[string]any{
 		"name": name, "flavorRef": w.Flavor, "imageRef": w.Image}})
@@ -178,15 +183,20 @@ func (w *Workload) boot(process int, peer *Agent, name string) string {
 		if err := json.Unmarshal(o.Body, &body); err != nil || body.Server.ID == "" {
 			// Accepted, but we cannot tell which server: still an ack.
 			return w.Rec.Add(Op{Process: process, Type: OK, F: FBoot, Node: peer.Name, Value: v, Code: o.Code,
-				Error: fmt.Sprintf("202 without a server id: %.200s", o.Body)}).Type
+				Error: fmt.Sprintf("202 without a server id: %.200s", o.Body)})
 		}
 		v.ID = body.Server.ID
 		w.pool.add(v.ID, name)
 	}
-	return w.complete(inv, o, http.StatusAccepted, v).Type
+	return w.complete(inv, o, http.StatusAccepted, v)
 }
 
 func (w *Workload) delete(process int, peer *Agent, id, name string) string {
+	return w.deleteOp(process, peer, id, name).Type
+}
+
+// deleteOp sends one delete and returns its recorded completion.
+func (w *Workload) deleteOp(process int, peer *Agent, id, name string) Op {
 	v := OpValue{ID: id, Name: name}
 	inv := w.Rec.Add(Op{Process: process, Type: Invoke, F: FDelete, Node: peer.Name, Value: v})
 	o := w.request(http.MethodDelete, peer.URL(), "/compute/v2.1/servers/"+url.PathEscape(id), nil)
@@ -197,7 +207,7 @@ func (w *Workload) delete(process int, peer *Agent, id, name string) string {
 	if c.Type != Fail || v.NotFound {
 		w.pool.drop(id)
 	}
-	return c.Type
+	return c
 }
 
 func (w *Workload) read(process int, peer *Agent, id, name, consistency string) string {
@@ -229,6 +239,11 @@ func (w *Workload) read(process int, peer *Agent, id, name, consistency string) 
 }
 
 func (w *Workload) list(process int, peer *Agent, consistency string) string {
+	return w.listOp(process, peer, consistency).Type
+}
+
+// listOp lists the live servers and returns the recorded completion.
+func (w *Workload) listOp(process int, peer *Agent, consistency string) Op {
 	w.Rec.Add(Op{Process: process, Type: Invoke, F: FList, Node: peer.Name, Consistency: consistency})
 	o := w.request(http.MethodGet, peer.URL(), "/compute/v2.1/servers/detail?consistency="+consistency, nil)
 	c := Op{Process: process, F: FList, Node: peer.Name, Consistency: consistency, Code: o.Code}
@@ -247,7 +262,7 @@ func (w *Workload) list(process int, peer *Agent, consistency string) string {
 	default:
 		c.Type, c.Error = readFailure(o)
 	}
-	return w.Rec.Add(c).Type
+	return w.Rec.Add(c)
 }
 
 // readFailure classifies a read that did not succeed: a read has no

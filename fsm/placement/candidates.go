@@ -37,6 +37,11 @@ type CandidateQuery struct {
 	// Seed, when set, orders candidates by a rendezvous hash of Seed and
 	// provider UUID (highest first) instead of by UUID.
 	Seed string
+	// Pending is usage not yet written (provider UUID → class → amount):
+	// claims decided but not yet committed. A provider is a candidate only
+	// if it can take the request on top of it. It is not part of the
+	// capacity the candidates' summaries report.
+	Pending map[string]map[string]int64
 }
 
 // ResourceSummary is one class of a provider in a candidate's summary.
@@ -79,6 +84,7 @@ type query struct {
 	tree                *provider // root of the required tree
 	only                *provider // the single provider named by UUID or Name
 	none                bool      // nothing can match
+	pending             map[string]map[string]int64
 }
 
 func (s *Store) compile(res map[string]int64, required []string, memberOf [][]string, inTree string) (*query, error) {
@@ -126,6 +132,29 @@ func fits(p *provider, rc string, n int64) bool {
 	sl := p.slot(rc)
 	return sl != nil && n >= sl.inv.MinUnit && n <= sl.inv.MaxUnit && n%sl.inv.StepSize == 0 &&
 		sl.used+n <= sl.cap
+}
+
+// FitsWith reports whether provider uuid can take the resources res now,
+// on top of the usage pending (class → amount) not yet written. An unknown
+// provider fits nothing.
+func (s *Store) FitsWith(uuid string, res, pending map[string]int64) bool {
+	p := s.providers[uuid]
+	if p == nil {
+		u, _ := NormalizeUUID(uuid)
+		p = s.providers[u]
+	}
+	if p == nil || len(res) == 0 {
+		return false
+	}
+	for rc, n := range res {
+		if !fits(p, rc, n) {
+			return false
+		}
+		if x := pending[rc]; x > 0 && p.slot(rc).used+n+x > p.slot(rc).cap {
+			return false
+		}
+	}
+	return true
 }
 
 // prefilter returns the slots that pass every indexed constraint of q:
@@ -192,8 +221,12 @@ func (s *Store) prefilter(q *query) bitmap {
 
 // fitsAll reports whether p can take every requested amount now.
 func (q *query) fitsAll(p *provider) bool {
+	extra := q.pending[p.uuid]
 	for _, r := range q.resources {
 		if !fits(p, r.rc, r.n) {
+			return false
+		}
+		if x := extra[r.rc]; x > 0 && p.slot(r.rc).used+r.n+x > p.slot(r.rc).cap {
 			return false
 		}
 	}
@@ -303,6 +336,7 @@ func (s *Store) Candidates(q CandidateQuery) ([]Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
+	cq.pending = q.Pending
 	ps := s.find(cq, q.Limit, q.Seed)
 	out := make([]Candidate, len(ps))
 	// Summaries and trait lists are carved from shared backing arrays with

@@ -95,7 +95,10 @@
 // order, and a trailer line {"end":"corral.placement"}. Sets are written
 // sorted and maps with sorted keys, so equal stores encode byte-identically.
 // Usages and indexes are derived state: they are not written, and ReadFrom
-// rebuilds and checks them.
+// rebuilds and checks them. The state machine's snapshots use a denser,
+// binary form of the same records instead (EncodeRecords, and a Decoder
+// that rebuilds a store from them; snapbin.go), with the same order and
+// the same checks on the way back.
 //
 // # What it owns, what it does not
 //
