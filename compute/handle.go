@@ -34,6 +34,25 @@ func (h *Handle) SetTask(ctx context.Context, s fsm.Server, status fsm.ServerSta
 	return h.Commit(ctx, &fsm.SetServerTask{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Status: status, TaskState: task, Fault: fault})
 }
 
+// commandKnower is implemented by a cluster that can tell whether every
+// live peer can apply a command type (cluster.Node).
+type commandKnower interface {
+	CommandKnown(t fsm.CommandType) bool
+}
+
+// Reserve commits the node reserved for s (and its Ironic allocation, if
+// any). With then set, the same entry also moves the server to that task
+// state (fsm.ReserveNodeAndTask) once every peer can apply it; it reports
+// whether it did, and when it did not the caller commits its next intent
+// on its own.
+func (h *Handle) Reserve(ctx context.Context, s fsm.Server, node, allocation, then string) (bool, error) {
+	rn := fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: node, AllocationUUID: allocation}
+	if k, ok := h.m.c.(commandKnower); ok && then != "" && k.CommandKnown(fsm.CmdReserveNodeAndTask) {
+		return true, h.Commit(ctx, &fsm.ReserveNodeAndTask{ReserveNode: rn, TaskState: then})
+	}
+	return false, h.Commit(ctx, &rn)
+}
+
 // fail puts a server in ERROR with a fault an operator can act on.
 func (h *Handle) fail(ctx context.Context, s fsm.Server, msg string) {
 	h.m.m.builds.WithLabelValues("error").Inc()

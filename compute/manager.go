@@ -66,7 +66,7 @@ func Permanent(format string, args ...any) error {
 
 // Config configures a manager.
 type Config struct {
-	Workers      int           // servers handled at once (default 8)
+	Workers      int           // servers handled at once (default 32)
 	BuildTimeout time.Duration // a build's retries stop here (default 60 min)
 	Logger       *slog.Logger
 	Registerer   prometheus.Registerer
@@ -105,7 +105,7 @@ type worker struct {
 // New returns a manager for host c.Name() driving servers through virt.
 func New(cfg Config, c Cluster, virt Virt) (*Manager, error) {
 	if cfg.Workers <= 0 {
-		cfg.Workers = 8
+		cfg.Workers = 32
 	}
 	if cfg.BuildTimeout <= 0 {
 		cfg.BuildTimeout = 60 * time.Minute

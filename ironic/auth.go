@@ -85,6 +85,9 @@ func (a Auth) Enabled(url string) bool { return url != "" || a.Type == AuthPassw
 // password without an endpoint override: the catalog's). It returns the root it settled on.
 func serviceClient(ctx context.Context, opts Options) (*gophercloud.ServiceClient, string, error) {
 	a := opts.Auth
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: NewTransport()}
+	}
 	if a.Type != AuthPassword {
 		root, err := rootURL(opts.URL)
 		if err != nil {
@@ -128,6 +131,19 @@ func serviceClient(ctx context.Context, opts Options) (*gophercloud.ServiceClien
 		return nil, "", err
 	}
 	return &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: root + "/v1/", Type: "baremetal"}, root, nil
+}
+
+// NewTransport returns the HTTP transport corral talks to Ironic (and
+// Keystone) with: Go's default one, keeping up to 128 idle connections per
+// server instead of 2. A host's workers and watcher send many requests at
+// once; with 2 kept connections every other one would open a new
+// connection (and, over TLS, a new handshake) and leave a socket in
+// TIME_WAIT.
+func NewTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 256
+	tr.MaxIdleConnsPerHost = 128
+	return tr
 }
 
 // Authenticate logs the Keystone service user in as gophercloud's openstack.AuthenticatedClient

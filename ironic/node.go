@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
@@ -29,6 +30,10 @@ type Node struct {
 	// InstanceInfo is instance_info, stringified like Properties (image_source, root_gb,
 	// display_name, capabilities, traits, ...).
 	InstanceInfo map[string]string
+	// CreatedAt and UpdatedAt are Ironic's timestamps (its own clock). UpdatedAt is zero
+	// while the node was never changed since it was created (Ironic's null). Listings read
+	// them; GetNode leaves them zero.
+	CreatedAt, UpdatedAt time.Time
 }
 
 // nodeFields are the fields requested for one node, with the microversion that introduced each.
@@ -57,6 +62,8 @@ type nodeJSON struct {
 	AllocationUUID       *string        `json:"allocation_uuid"`
 	LastError            *string        `json:"last_error"`
 	InstanceInfo         map[string]any `json:"instance_info"`
+	CreatedAt            *string        `json:"created_at"`
+	UpdatedAt            *string        `json:"updated_at"`
 }
 
 func (j *nodeJSON) node() Node {
@@ -71,6 +78,7 @@ func (j *nodeJSON) node() Node {
 	if n.Traits == nil {
 		n.Traits = []string{}
 	}
+	n.CreatedAt, n.UpdatedAt = parseTime(j.CreatedAt), parseTime(j.UpdatedAt)
 	switch caps := j.Properties["capabilities"].(type) {
 	case map[string]any:
 		n.Capabilities = stringifyMap(caps)
@@ -80,6 +88,22 @@ func (j *nodeJSON) node() Node {
 		n.Capabilities = map[string]string{}
 	}
 	return n
+}
+
+// parseTime reads one of Ironic's timestamps ("2026-11-30T14:29:27.197229+00:00"); null or
+// unreadable is zero.
+func parseTime(p *string) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, *p)
+	if err != nil {
+		// Timestamps Ironic writes without an offset are UTC.
+		if t, err = time.Parse("2006-01-02T15:04:05.999999", *p); err != nil {
+			return time.Time{}
+		}
+	}
+	return t.UTC()
 }
 
 func derefStr(p *string) string {
@@ -155,40 +179,6 @@ func (c *Client) fieldsParam() string {
 		}
 	}
 	return strings.Join(fs, ",")
-}
-
-// ListNodes returns every node, following Ironic's pagination. It reads /v1/nodes/detail:
-// Ironic cannot select allocation_uuid with ?fields= on a list (HTTP 500).
-func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
-	q := url.Values{"limit": {strconv.Itoa(c.opts.pageSize)}}
-	base := c.sc.ServiceURL("nodes", "detail")
-	var out []Node
-	seen := map[string]bool{}
-	for {
-		var page struct {
-			Nodes []nodeJSON `json:"nodes"`
-			Next  string     `json:"next"`
-		}
-		if err := c.get(ctx, "ListNodes", base+"?"+q.Encode(), &page); err != nil {
-			return nil, err
-		}
-		for i := range page.Nodes {
-			out = append(out, page.Nodes[i].node())
-		}
-		if page.Next == "" || len(page.Nodes) == 0 {
-			return out, nil
-		}
-		// The next link is built from the host Ironic saw; keep our endpoint and take its marker.
-		marker := page.Nodes[len(page.Nodes)-1].UUID
-		if nu, err := url.Parse(page.Next); err == nil && nu.Query().Get("marker") != "" {
-			marker = nu.Query().Get("marker")
-		}
-		if seen[marker] {
-			return nil, newError("ListNodes", nil, "pagination loops at marker %s", marker)
-		}
-		seen[marker] = true
-		q.Set("marker", marker)
-	}
 }
 
 // GetNode returns one node by UUID or name.

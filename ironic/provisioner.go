@@ -198,7 +198,13 @@ func (c *Client) WaitProvisionState(ctx context.Context, nodeID, want string) (N
 // poll calls check every PollInterval until it reports done, fails with an error that is not
 // transient, or ctx is done. last describes the latest observation for the timeout error.
 func (c *Client) poll(ctx context.Context, call string, check func() (done bool, last string, err error)) error {
-	t := time.NewTicker(c.opts.PollInterval)
+	// The first checks come sooner: most waits (an allocation, a state
+	// change Ironic makes at once) end within a few tens of milliseconds,
+	// and a worker waiting a whole interval for them is a worker idle.
+	// The wait doubles up to PollInterval, so a long wait costs about
+	// three requests more than polling at PollInterval from the start.
+	wait := min(c.opts.PollInterval, firstPoll)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	start := time.Now()
 	var seen string
@@ -225,8 +231,13 @@ func (c *Client) poll(ctx context.Context, call string, check func() (done bool,
 			return &Error{Call: call, Fault: msg, Err: ctx.Err()}
 		case <-t.C:
 		}
+		wait = min(2*wait, c.opts.PollInterval)
+		t.Reset(wait)
 	}
 }
+
+// firstPoll is the first wait of poll.
+const firstPoll = 15 * time.Millisecond
 
 func retryableWhilePolling(err error) bool {
 	e, ok := err.(*Error)

@@ -84,7 +84,7 @@ func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // baremetalHTTPClient is the HTTP client of an Ironic client that
 // forwards callers' tokens.
 func baremetalHTTPClient() *http.Client {
-	return &http.Client{Transport: tokenTransport{base: http.DefaultTransport}}
+	return &http.Client{Transport: tokenTransport{base: ironic.NewTransport()}}
 }
 
 func withToken(ctx context.Context, token string) context.Context {

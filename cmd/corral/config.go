@@ -107,6 +107,9 @@ type ironicConfig struct {
 	// OrphanGrace is how long the leader must see a node deployed with no
 	// reservation before it undeploys it (0: twice SyncInterval; negative: never).
 	OrphanGrace time.Duration
+	// FullSyncInterval is how often the leader lists every node; the syncs
+	// in between list only the nodes changed since (ironic/mirror).
+	FullSyncInterval time.Duration
 	// Auth is how corral authenticates to Ironic (config_auth.go).
 	Auth ironic.Auth
 }
@@ -117,8 +120,8 @@ func defaultAgentConfig() agentConfig {
 		Name: host, DataDir: "/var/lib/corral", Kind: fsm.KindIronic, LogLevel: "info", LogFormat: "text",
 		Bind: "127.0.0.1", HTTPPort: defaultHTTPPort, RaftPort: defaultRaftPort, GossipPort: defaultGossipPort,
 		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
-		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, RequestTimeout: 30 * time.Second,
-			DeployTimeout: 30 * time.Minute, Workers: 8, MaxVersion: "1.82", DeployWait: "watch"},
+		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, FullSyncInterval: mirror.DefaultFullSyncInterval, RequestTimeout: 30 * time.Second,
+			DeployTimeout: 30 * time.Minute, MaxVersion: "1.82", DeployWait: "watch"},
 		DeletedRetention:       cluster.DefaultDeletedRetention,
 		TLS:                    tlsutil.Files{VerifyOutgoing: true},
 		Limits:                 api.Limits{MaxBodyBytes: api.DefaultMaxBodyBytes},
@@ -324,6 +327,7 @@ var options = []option{
 	{section: "ironic", key: "url", flag: "ironic-url", usage: "Ironic API root URL, e.g. http://127.0.0.1:6385 (empty: no Ironic)", set: str(func(c *agentConfig) *string { return &c.Ironic.URL })},
 	{section: "ironic", key: "reservation", usage: "auto, allocations or instance_uuid (deprecated)", set: str(func(c *agentConfig) *string { return &c.Ironic.Reservation })},
 	{section: "ironic", key: "sync_interval", usage: "how often the leader lists Ironic's nodes", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.SyncInterval })},
+	{section: "ironic", key: "full_sync_interval", usage: "how often the leader lists every Ironic node, marking those deleted missing; the syncs in between list only the nodes Ironic changed or created since (at most sync_interval: every sync lists every node)", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.FullSyncInterval })},
 	{section: "ironic", key: "request_timeout", usage: "timeout of one Ironic request", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.RequestTimeout })},
 	{section: "ironic", key: "deploy_timeout", usage: "how long a deploy or undeploy may take", set: duration(func(c *agentConfig) *time.Duration { return &c.Ironic.DeployTimeout })},
 	{section: "ironic", key: "workers", usage: "servers this host builds or deletes at once", set: integer(func(c *agentConfig) *int { return &c.Ironic.Workers }, 1, 1000)},

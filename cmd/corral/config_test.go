@@ -401,6 +401,7 @@ verify_outgoing = false
 url = http://10.1.2.10:6385
 reservation = allocations
 sync_interval = 10s
+full_sync_interval = 15m
 request_timeout = 20s
 deploy_timeout = 45m
 workers = 16
@@ -464,7 +465,7 @@ func TestConfigFullExample(t *testing.T) {
 		ReaderTokens: []string{"reader-secret-0001"},
 		PeerToken:    "peer-secret-00001",
 		Ironic: ironicConfig{URL: "http://10.1.2.10:6385", Reservation: "allocations", SyncInterval: 10 * time.Second,
-			RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80",
+			FullSyncInterval: 15 * time.Minute, RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80",
 			OrphanGrace: time.Minute, DeployWait: "poll", Auth: ironic.Auth{Type: "none", AuthURL: "http://10.1.2.20:5000/v3",
 				Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",
 				ProjectDomainName: "Default", RegionName: "RegionOne", Interface: "internal"}},

@@ -46,7 +46,7 @@ func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.
 	}
 	// The legacy inventory workaround reaches the mirror through the
 	// settings every host advertises in gossip (see clusterConfig).
-	sync, err := mirror.New(node, node, client, mirror.Config{Interval: cfg.SyncInterval, OrphanGrace: cfg.OrphanGrace,
+	sync, err := mirror.New(node, node, client, mirror.Config{Interval: cfg.SyncInterval, FullSyncInterval: cfg.FullSyncInterval, BriefFullPass: true, OrphanGrace: cfg.OrphanGrace,
 		Logger: logger, Registerer: reg})
 	if err != nil {
 		log.Error("cannot start the node sync", "err", err)
@@ -61,7 +61,7 @@ func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.
 		sync.Run(ctx)
 		return
 	}
-	drv, err := compute.New(compute.Config{Workers: cfg.Workers, Logger: logger, Registerer: reg}, node, virt)
+	drv, err := compute.New(compute.Config{Workers: ironicWorkers(cfg), Logger: logger, Registerer: reg}, node, virt)
 	if err != nil {
 		log.Error("cannot start the compute manager", "err", err)
 		return
@@ -73,4 +73,18 @@ func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.
 	}()
 	drv.Run(ctx)
 	<-done
+}
+
+// ironicWorkers is [ironic] workers, or its default: 32 when deploys are
+// watched (a worker takes only the short steps of a build, so many can run
+// at once for few Ironic requests), 8 with deploy_wait = poll (each worker
+// then polls its node every 100 ms for the whole deploy).
+func ironicWorkers(cfg ironicConfig) int {
+	switch {
+	case cfg.Workers > 0:
+		return cfg.Workers
+	case cfg.DeployWait == "poll":
+		return 8
+	}
+	return 32
 }

@@ -22,28 +22,34 @@ func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) err
 		return r.err
 	}
 	var err error
+	spawning := false // the intent to deploy is committed, at this epoch, by this attempt
 	if s.NodeUUID == "" {
 		if err = h.SetTask(ctx, s, "", fsm.TaskReserving, nil); err != nil {
 			return err
 		}
-		if err = d.reserve(ctx, h, s); err != nil {
+		// The reservation's entry carries the intent to deploy when every
+		// peer can apply it: one round trip less per boot.
+		if spawning, err = d.reserve(ctx, h, s); err != nil {
 			return err
 		}
 		if s, err = h.Reread(s, true); err != nil {
 			return err
 		}
 	}
-	// The intent is committed even when the log already says spawning: a
-	// host restarted or resumed with a stale replica is fenced here, before
-	// it deploys anything.
-	if err = h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
-		return err
+	// Otherwise the intent is committed even when the log already says
+	// spawning: a host restarted or resumed with a stale replica is fenced
+	// here, before it deploys anything.
+	if !spawning {
+		if err = h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
+			return err
+		}
 	}
 	return d.deploy(ctx, h, s)
 }
 
-// reserve obtains a node for the server and commits the reservation.
-func (d *Driver) reserve(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+// reserve obtains a node for the server and commits the reservation; it
+// reports whether that entry also committed the task state spawning.
+func (d *Driver) reserve(ctx context.Context, h *compute.Handle, s fsm.Server) (bool, error) {
 	var raw string
 	var nodes []fsm.Node
 	if s.ClaimedNode != "" {
@@ -53,16 +59,16 @@ func (d *Driver) reserve(ctx context.Context, h *compute.Handle, s fsm.Server) e
 		// through legacy standard inventory).
 		n, err := h.Store().Node(s.ClaimedNode)
 		if err != nil {
-			return compute.Permanent("No valid host was found. The claimed Ironic node %s is not in the mirror", s.ClaimedNode)
+			return false, compute.Permanent("No valid host was found. The claimed Ironic node %s is not in the mirror", s.ClaimedNode)
 		}
 		if err := claimedNodeFits(n, s.Flavor); err != nil {
-			return err
+			return false, err
 		}
 		raw, nodes = n.ResourceClass, []fsm.Node{n}
 	} else {
 		var err error
 		if raw, nodes, err = d.candidates(h.Store(), s.Flavor); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if d.mode == ReserveAllocations {
@@ -73,21 +79,21 @@ func (d *Driver) reserve(ctx context.Context, h *compute.Handle, s fsm.Server) e
 		// node the mirror does not show yet: ask Ironic before claiming.
 		all, err := d.ir.ListNodes(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, n := range all {
 			if n.InstanceUUID == s.ID {
-				return h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
+				return h.Reserve(ctx, s, n.UUID, "", fsm.TaskSpawning)
 			}
 		}
 	}
 	return d.reserveByInstanceUUID(ctx, h, s, nodes)
 }
 
-func (d *Driver) reserveByAllocation(ctx context.Context, h *compute.Handle, s fsm.Server, raw string, nodes []fsm.Node) error {
+func (d *Driver) reserveByAllocation(ctx context.Context, h *compute.Handle, s fsm.Server, raw string, nodes []fsm.Node) (bool, error) {
 	r, err := request(s.Flavor)
 	if err != nil {
-		return err
+		return false, err
 	}
 	req := ironic.AllocationRequest{UUID: s.ID, Name: ironic.AllocationName(s.ID), ResourceClass: raw, Traits: r.Required,
 		Extra: map[string]string{"corral_server": s.ID, "corral_host": s.Host}}
@@ -95,7 +101,7 @@ func (d *Driver) reserveByAllocation(ctx context.Context, h *compute.Handle, s f
 		// Ironic's allocation engine knows nothing of capabilities: narrow
 		// the candidates ourselves.
 		if len(nodes) == 0 {
-			return compute.Permanent("No valid host was found. No Ironic node of class %s has the capabilities %v", raw, r.Capabilities)
+			return false, compute.Permanent("No valid host was found. No Ironic node of class %s has the capabilities %v", raw, r.Capabilities)
 		}
 		for _, n := range nodes {
 			req.CandidateNodes = append(req.CandidateNodes, n.UUID)
@@ -103,14 +109,14 @@ func (d *Driver) reserveByAllocation(ctx context.Context, h *compute.Handle, s f
 	}
 	alloc, err := d.ir.CreateAllocation(ctx, req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if alloc.State == "allocating" {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		alloc, err = d.ir.WaitAllocation(wctx, alloc.UUID)
 		cancel()
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 	if alloc.State != "active" || alloc.NodeUUID == "" {
@@ -123,22 +129,22 @@ func (d *Driver) reserveByAllocation(ctx context.Context, h *compute.Handle, s f
 		if derr := d.ir.DeleteAllocation(ctx, alloc.UUID); derr != nil {
 			d.log.Warn("removing the failed allocation failed", "server", s.ID, "err", derr)
 		}
-		return compute.Permanent("No valid host was found. Ironic: %s", msg)
+		return false, compute.Permanent("No valid host was found. Ironic: %s", msg)
 	}
 	if _, err := h.Reread(s, false); err != nil {
-		return err
+		return false, err
 	}
-	return h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: alloc.NodeUUID, AllocationUUID: alloc.UUID})
+	return h.Reserve(ctx, s, alloc.NodeUUID, alloc.UUID, fsm.TaskSpawning)
 }
 
 // reserveByInstanceUUID is the deprecated way: claim a node by writing the
 // server id into its instance_uuid; Ironic answers 409 to the loser.
-func (d *Driver) reserveByInstanceUUID(ctx context.Context, h *compute.Handle, s fsm.Server, nodes []fsm.Node) error {
+func (d *Driver) reserveByInstanceUUID(ctx context.Context, h *compute.Handle, s fsm.Server, nodes []fsm.Node) (bool, error) {
 	store := h.Store()
 	// A retry first looks for the node it may already have claimed.
 	for _, n := range nodes {
 		if n.InstanceUUID == s.ID {
-			return h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: n.UUID})
+			return h.Reserve(ctx, s, n.UUID, "", fsm.TaskSpawning)
 		}
 	}
 	byID := map[string]fsm.Node{}
@@ -150,27 +156,27 @@ func (d *Driver) reserveByInstanceUUID(ctx context.Context, h *compute.Handle, s
 		}
 	}
 	if len(ids) == 0 {
-		return compute.Permanent("No valid host was found. There are not enough Ironic nodes available that match flavor %s", s.Flavor.Name)
+		return false, compute.Permanent("No valid host was found. There are not enough Ironic nodes available that match flavor %s", s.Flavor.Name)
 	}
 	for _, id := range sched.RankNodes(ids, s.ID) {
 		if _, err := h.Reread(s, false); err != nil {
-			return err
+			return false, err
 		}
 		err := d.ir.ReserveNode(ctx, id, s.ID)
 		if errors.Is(err, ironic.ErrConflict) {
 			continue // someone else won this node
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
-		cerr := h.Commit(ctx, &fsm.ReserveNode{ServerID: s.ID, Host: s.Host, Epoch: s.Epoch, NodeUUID: id})
+		spawning, cerr := h.Reserve(ctx, s, id, "", fsm.TaskSpawning)
 		if errors.Is(cerr, fsm.ErrConflict) && !errors.Is(cerr, fsm.ErrFenced) {
 			_ = d.ir.ReleaseNode(ctx, id, s.ID)
 			continue
 		}
-		return cerr
+		return spawning, cerr
 	}
-	return compute.Permanent("No valid host was found. Every Ironic node matching flavor %s was taken by another instance", s.Flavor.Name)
+	return false, compute.Permanent("No valid host was found. Every Ironic node matching flavor %s was taken by another instance", s.Flavor.Name)
 }
 
 // deploy writes instance_info and drives the node to active.

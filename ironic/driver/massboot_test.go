@@ -68,12 +68,12 @@ func TestMassBootBenchmark(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nmass boot: in-process cluster of 3 peers (default [ironic] workers = 8 each), simulator with %s deploys\n", deploy)
 	fmt.Fprintf(&b, "machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(&b, "  %-12s %-6s %-9s %-12s %-11s %-11s %-11s %-9s %-14s %-14s %s\n", "deploy_wait", "boots", "wall", "wall/deploy",
-		"accepted", "deploying", "p50 ACTIVE", "req/boot", "listings/boot", "node GETs/boot", "sync req")
+	fmt.Fprintf(&b, "  %-12s %-6s %-9s %-12s %-11s %-11s %-11s %-11s %-9s %-14s %-14s %s\n", "deploy_wait", "boots", "wall", "wall/deploy",
+		"accepted", "accepted/s", "deploying", "p50 ACTIVE", "req/boot", "listings/boot", "node GETs/boot", "sync req")
 	r100 := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
 	for _, r := range rows {
-		fmt.Fprintf(&b, "  %-12s %-6d %-9s %-12.2f %-11s %-11s %-11s %-9.2f %-14.2f %-14.2f %d\n", r.mode, r.n,
-			r100(r.wall), r.wall.Seconds()/deploy.Seconds(), r100(r.accepted), r100(r.requested), r100(r.p50),
+		fmt.Fprintf(&b, "  %-12s %-6d %-9s %-12.2f %-11s %-11.0f %-11s %-11s %-9.2f %-14.2f %-14.2f %d\n", r.mode, r.n,
+			r100(r.wall), r.wall.Seconds()/deploy.Seconds(), r100(r.accepted), float64(r.n)/r.accepted.Seconds(), r100(r.requested), r100(r.p50),
 			r.perBoot, r.listings, r.gets, r.sync)
 	}
 	b.WriteString("  accepted: all boots committed (64 clients); deploying: every node deploying or active in Ironic; times from the first boot.\n")
@@ -140,7 +140,8 @@ func massBoot(t *testing.T, n int, deploy time.Duration, wait string) massRow {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := compute.New(compute.Config{Logger: quiet}, p.Node, virt)
+		workers, _ := strconv.Atoi(os.Getenv("CORRAL_BENCH_MASS_WORKERS")) // 0: the default
+		m, err := compute.New(compute.Config{Logger: quiet, Workers: workers}, p.Node, virt)
 		if err != nil {
 			t.Fatal(err)
 		}

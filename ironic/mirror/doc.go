@@ -1,8 +1,15 @@
 // Package mirror keeps the replicated mirror of Ironic's nodes and removes what Ironic holds
 // for nobody. Only the leader works: it lists Ironic every sync interval, commits only the
-// nodes that changed (a node absent from one listing is marked missing, never dropped), and
+// nodes that changed (a node absent from a full listing is marked missing, never dropped), and
 // reaps the leftovers of deleted servers and the nodes left deployed with no reservation
 // (see reap.go).
+//
+// A full pass, the first of a leader's term and then one every full sync interval, lists
+// every node. The passes in between list only the nodes Ironic changed or created since the
+// previous pass, newest first by updated_at and by created_at, down to the previous pass's
+// watermark less a margin (incremental.go): with nothing changed a pass reads one short page.
+// A change is mirrored by the next pass; a node deleted from Ironic is marked missing by the
+// next full pass.
 //
 // It owns the conversion of an Ironic node into its fsm mirror entry and the agreement on
 // the Ironic driver's cluster-wide settings (legacy standard inventory), which it reads

@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -32,7 +33,8 @@ type Settings interface {
 // Ironic is what the node mirror needs from Ironic; *ironic.Client
 // implements it.
 type Ironic interface {
-	ListNodes(ctx context.Context) ([]ironic.Node, error)
+	ListNodesSorted(ctx context.Context, opts ironic.ListOptions) (nodes []ironic.Node, asOf time.Time, err error)
+	ListNodesBrief(ctx context.Context) (nodes []ironic.Node, asOf time.Time, err error)
 	DeleteAllocation(ctx context.Context, id string) error
 	ReleaseNode(ctx context.Context, nodeID, instanceUUID string) error
 	Undeploy(ctx context.Context, nodeID string) error
@@ -48,8 +50,10 @@ const SettingLegacyInventory = "legacy_inventory"
 
 // Defaults of Config.
 const (
-	DefaultInterval  = 5 * time.Second
-	DefaultReapAfter = 20 * time.Second
+	DefaultInterval         = 5 * time.Second
+	DefaultReapAfter        = 20 * time.Second
+	DefaultFullSyncInterval = 10 * time.Minute
+	DefaultChangeMargin     = time.Minute
 )
 
 // maxSyncBatch bounds the nodes carried by one log entry.
@@ -59,6 +63,23 @@ const maxSyncBatch = 500
 type Config struct {
 	// Interval between syncs (default DefaultInterval).
 	Interval time.Duration
+	// FullSyncInterval is how often a sync pass lists every node, to mark
+	// the nodes deleted from Ironic missing and to heal what the passes in
+	// between missed (default DefaultFullSyncInterval). The passes in
+	// between list only the nodes Ironic changed or created since the
+	// previous pass (see incremental.go). At most Interval: every pass is
+	// a full one.
+	FullSyncInterval time.Duration
+	// BriefFullPass makes a full pass list the nodes with ?fields= and
+	// their allocations apart (ironic.Client.ListNodesBrief) instead of
+	// /v1/nodes/detail: a fraction of the bytes for Ironic to render and
+	// for corral to decode. cmd/corral sets it.
+	BriefFullPass bool
+	// ChangeMargin is how far before the latest change a pass already saw
+	// the next pass looks again (default DefaultChangeMargin): it covers a
+	// change whose transaction commits after Ironic stamped it, and clock
+	// differences between Ironic's API and conductor hosts.
+	ChangeMargin time.Duration
 	// ReapAfter is how long a server must have been DELETED before the
 	// leader removes what Ironic still holds for it (default DefaultReapAfter).
 	ReapAfter time.Duration
@@ -81,13 +102,34 @@ type NodeSync struct {
 	log      *slog.Logger
 	now      func() time.Time // the leader's clock, for the grace periods
 
-	duration prometheus.Histogram
-	errs     prometheus.Counter
-	reaped   prometheus.Counter
-	orphans  prometheus.Counter
+	duration  prometheus.Histogram
+	errs      prometheus.Counter
+	reaped    prometheus.Counter
+	orphans   prometheus.Counter
+	conflicts prometheus.Counter
+	passes    *prometheus.CounterVec
 
 	mu       sync.Mutex
 	orphanAt map[string]time.Time // node → when this leader first saw it deployed for nobody
+
+	// pass serializes sync passes (Run's, and those the leader runs for a
+	// boot that found no node) and guards what one pass leaves the next.
+	pass sync.Mutex
+	// watermark is, on Ironic's clock, where the next pass of changes
+	// starts (less the margin): when Ironic answered the latest pass's
+	// first listing (incremental.go); zero: the next pass is a full one.
+	watermark time.Time
+	lastFull  time.Time // leader's clock: when the latest full pass listed
+	// aheadLogged is when (leader's clock) a node stamped ahead of
+	// Ironic's API clock was last reported.
+	aheadLogged time.Time
+	// held are the nodes the reaper looks at (reserved, or deployed), as
+	// last listed, stripped of what it does not read.
+	held map[string]ironic.Node
+	// conflicted are the nodes known to hold a refused inventory (a
+	// superset: a refusal is recorded only by a SyncNodes entry, which
+	// reportConflicts reads, and the full pass reads them all).
+	conflicted map[string]bool
 }
 
 // New returns the node mirror of the peer c, which reads the Ironic
@@ -102,6 +144,15 @@ func New(c Cluster, settings Settings, ir Ironic, cfg Config) (*NodeSync, error)
 	if cfg.ReapAfter <= 0 {
 		cfg.ReapAfter = DefaultReapAfter
 	}
+	if cfg.FullSyncInterval < 0 || cfg.ChangeMargin < 0 {
+		return nil, fmt.Errorf("the node mirror's full sync interval (%v) and change margin (%v) cannot be negative", cfg.FullSyncInterval, cfg.ChangeMargin)
+	}
+	if cfg.FullSyncInterval == 0 {
+		cfg.FullSyncInterval = DefaultFullSyncInterval
+	}
+	if cfg.ChangeMargin == 0 {
+		cfg.ChangeMargin = DefaultChangeMargin
+	}
 	if cfg.OrphanGrace == 0 {
 		cfg.OrphanGrace = 2 * cfg.Interval
 	}
@@ -109,7 +160,7 @@ func New(c Cluster, settings Settings, ir Ironic, cfg Config) (*NodeSync, error)
 		cfg.Logger = slog.Default()
 	}
 	s := &NodeSync{c: c, settings: settings, ir: ir, cfg: cfg, log: cfg.Logger.With("component", "node-sync"),
-		now: time.Now, orphanAt: map[string]time.Time{},
+		now: time.Now, orphanAt: map[string]time.Time{}, held: map[string]ironic.Node{}, conflicted: map[string]bool{},
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "corral_node_sync_duration_seconds", Help: "Time to list Ironic's nodes and commit the changes (leader).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
@@ -123,9 +174,15 @@ func New(c Cluster, settings Settings, ir Ironic, cfg Config) (*NodeSync, error)
 		orphans: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_ironic_orphans_undeployed_total", Help: "Nodes found deployed with neither an allocation nor an instance_uuid that the leader undeployed.",
 		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_node_inventory_conflicts_total", Help: "Node provider inventories Placement refused, counted once per node when the refusal is recorded (leader).",
+		}),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_node_sync_passes_total", Help: "Node sync passes that listed Ironic, by kind: full (every node) or changes (nodes changed or created since the previous pass) (leader).",
+		}, []string{"kind"}),
 	}
 	if cfg.Registerer != nil {
-		for _, col := range []prometheus.Collector{s.duration, s.errs, s.reaped, s.orphans} {
+		for _, col := range []prometheus.Collector{s.duration, s.errs, s.reaped, s.orphans, s.conflicts, s.passes} {
 			if err := cfg.Registerer.Register(col); err != nil {
 				return nil, err
 			}
@@ -147,6 +204,7 @@ func (s *NodeSync) Run(ctx context.Context) {
 		} else {
 			// What a former term observed says nothing about now.
 			s.forgetOrphans()
+			s.forgetPasses()
 		}
 		select {
 		case <-ctx.Done():
@@ -156,38 +214,50 @@ func (s *NodeSync) Run(ctx context.Context) {
 	}
 }
 
-// SyncOnce lists Ironic and commits the differences with the mirror.
+// SyncOnce lists Ironic and commits the differences with the mirror: a
+// full pass lists every node; the passes in between list only the nodes
+// changed or created since (incremental.go).
 func (s *NodeSync) SyncOnce(ctx context.Context) error {
+	s.pass.Lock()
+	defer s.pass.Unlock()
 	start := time.Now()
-	nodes, err := s.ir.ListNodes(ctx)
-	if err != nil {
+	var (
+		nodes []ironic.Node
+		asOf  time.Time // Ironic's clock when it answered the pass's first listing
+		full  bool
+		err   error
+	)
+	listed := s.now()
+	if s.watermark.IsZero() || listed.Sub(s.lastFull) >= s.cfg.FullSyncInterval {
+		full = true
+	} else if nodes, asOf, full, err = s.listChanged(ctx); err != nil {
 		return err
 	}
+	if full {
+		if s.cfg.BriefFullPass {
+			nodes, asOf, err = s.ir.ListNodesBrief(ctx)
+		} else {
+			nodes, asOf, err = s.ir.ListNodesSorted(ctx, ironic.ListOptions{})
+		}
+		if err != nil {
+			return err
+		}
+	}
 	store := s.c.Store()
-	mirror := map[string]fsm.Node{}
-	retry := false
-	for _, n := range store.Nodes() {
-		mirror[n.UUID] = n
-		retry = retry || n.InventoryConflict != ""
-	}
-	s.reap(ctx, nodes)
-	s.reapOrphans(ctx, nodes)
-	seen := map[string]bool{}
 	var upserts []fsm.Node
-	for _, n := range nodes {
-		m := MirrorNode(n)
-		seen[m.UUID] = true
-		if old, ok := mirror[m.UUID]; ok && !old.Missing && old.SameObservation(m) {
-			continue
-		}
-		upserts = append(upserts, m)
-	}
 	var missing []string
-	for _, id := range slices.Sorted(maps.Keys(mirror)) {
-		if !seen[id] && !mirror[id].Missing {
-			missing = append(missing, id)
-		}
+	retry := false
+	if full {
+		s.passes.WithLabelValues("full").Inc()
+		upserts, missing, retry = s.diffAll(store, nodes)
+	} else {
+		s.passes.WithLabelValues("changes").Inc()
+		upserts, retry = s.diffChanged(store, nodes)
 	}
+	s.hold(nodes, full)
+	held := slices.Collect(maps.Values(s.held))
+	s.reap(ctx, held)
+	s.reapOrphans(ctx, held)
 	legacy := s.legacyInventory(store)
 	flagChanged := store.LegacyInventory() != legacy
 	first := true
@@ -197,6 +267,7 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 			cmd.LegacyInventory = &legacy
 			first = false
 		}
+		flips := cmd.LegacyInventory != nil && *cmd.LegacyInventory != store.LegacyInventory()
 		k := min(len(upserts), maxSyncBatch)
 		cmd.Upserts, upserts = upserts[:k], upserts[k:]
 		if len(upserts) == 0 {
@@ -205,13 +276,69 @@ func (s *NodeSync) SyncOnce(ctx context.Context) error {
 		if _, err := s.c.Propose(ctx, cmd); err != nil {
 			return err
 		}
-		s.reportConflicts(cmd.At)
+		s.reportConflicts(cmd, flips)
 		if len(cmd.Upserts)+len(cmd.Missing) > 0 {
-			s.log.Debug("node mirror updated", "changed", len(cmd.Upserts), "missing", len(cmd.Missing))
+			s.log.Debug("node mirror updated", "changed", len(cmd.Upserts), "missing", len(cmd.Missing), "full", full)
 		}
+	}
+	// Only a pass whose changes are all committed moves the watermark: a
+	// failed one is listed again.
+	s.watermark = s.nextWatermark(asOf, nodes, full)
+	if full {
+		s.lastFull = listed
 	}
 	s.duration.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// diffAll compares a listing of every node with the whole mirror: the
+// nodes new or changed, those absent from the listing, and whether any
+// node holds a refused inventory (retried at every sync).
+func (s *NodeSync) diffAll(store *fsm.Store, nodes []ironic.Node) (upserts []fsm.Node, missing []string, retry bool) {
+	mirror := map[string]fsm.Node{}
+	clear(s.conflicted)
+	for _, n := range store.Nodes() {
+		mirror[n.UUID] = n
+		if n.InventoryConflict != "" {
+			s.conflicted[n.UUID] = true
+		}
+	}
+	seen := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		m := MirrorNode(n)
+		seen[m.UUID] = true
+		if old, ok := mirror[m.UUID]; ok && !old.Missing && old.SameObservation(m) {
+			continue
+		}
+		upserts = append(upserts, m)
+	}
+	for _, id := range slices.Sorted(maps.Keys(mirror)) {
+		if !seen[id] && !mirror[id].Missing {
+			missing = append(missing, id)
+		}
+	}
+	return upserts, missing, len(s.conflicted) > 0
+}
+
+// diffChanged compares the nodes a pass listed as changed with their
+// mirror entries only, and tells whether a node known to hold a refused
+// inventory still does.
+func (s *NodeSync) diffChanged(store *fsm.Store, nodes []ironic.Node) (upserts []fsm.Node, retry bool) {
+	for _, n := range nodes {
+		m := MirrorNode(n)
+		if old, err := store.Node(m.UUID); err == nil && !old.Missing && old.SameObservation(m) {
+			continue
+		}
+		upserts = append(upserts, m)
+	}
+	for id := range s.conflicted {
+		if n, err := store.Node(id); err == nil && n.InventoryConflict != "" {
+			retry = true
+			continue
+		}
+		delete(s.conflicted, id)
+	}
+	return upserts, retry
 }
 
 // legacyInventory is the value of the legacy inventory workaround to
@@ -236,13 +363,39 @@ func MirrorNode(n ironic.Node) fsm.Node {
 		AllocationUUID: n.AllocationUUID}
 }
 
-// reportConflicts logs, once per node for the whole cluster, a refusal
-// recorded by the entry committed at "at".
-func (s *NodeSync) reportConflicts(at time.Time) {
-	for _, n := range s.c.Store().Nodes() {
-		if n.InventoryConflict != "" && n.ConflictSince.Equal(at.UTC()) {
+// reportConflicts logs and counts, once per node for the whole cluster,
+// a refusal recorded by the committed entry cmd. A refusal is recorded
+// at an entry only on the nodes it upserted or marked missing, or on any
+// node when it switched the legacy inventory (flips), so only those are
+// read: the whole mirror is not copied for every entry.
+func (s *NodeSync) reportConflicts(cmd *fsm.SyncNodes, flips bool) {
+	store := s.c.Store()
+	at := cmd.At.UTC()
+	report := func(n fsm.Node) {
+		if n.InventoryConflict == "" {
+			return
+		}
+		s.conflicted[n.UUID] = true
+		if n.ConflictSince.Equal(at) {
+			s.conflicts.Inc()
 			s.log.Warn("Placement refused a node provider's inventory; corral retries at every sync (run the Ironic flavor migration if instances still hold standard classes)",
 				"node", n.UUID, "reason", n.InventoryConflict)
+		}
+	}
+	if flips {
+		for _, n := range store.Nodes() {
+			report(n)
+		}
+		return
+	}
+	for _, n := range cmd.Upserts {
+		if m, err := store.Node(n.UUID); err == nil {
+			report(m)
+		}
+	}
+	for _, id := range cmd.Missing {
+		if m, err := store.Node(id); err == nil {
+			report(m)
 		}
 	}
 }

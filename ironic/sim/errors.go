@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 )
@@ -18,15 +16,7 @@ func (e *apiError) Error() string { return e.msg }
 func errf(status int, msg string) *apiError { return &apiError{status: status, msg: msg} }
 
 // marshal encodes like Python's json.dumps: no HTML escaping.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("sim: encode: " + err.Error())
-	}
-	return bytes.TrimRight(b.Bytes(), "\n")
-}
+func marshal(v any) []byte { return appendJSON(nil, v) }
 
 // pyString renders s as a JSON string literal, as json.dumps does.
 func pyString(s string) string { return string(marshal(s)) }

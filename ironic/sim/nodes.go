@@ -100,7 +100,8 @@ func (c *call) checkNodeFields(fields []string, single bool) *apiError {
 		if _, ok := nodeFieldNames[f]; !ok && single {
 			return errf(http.StatusBadRequest, "Field "+f+" is not a valid field.")
 		}
-		if _, ok := nodeFieldNames[f]; !ok {
+		// A list selects columns of the node table: allocation_uuid is not one (Ironic 21.4).
+		if _, ok := nodeFieldNames[f]; !ok || (!single && f == "allocation_uuid") {
 			return errf(http.StatusInternalServerError, fmt.Sprintf("type object 'Node' has no attribute '%s'", f))
 		}
 	}
@@ -217,24 +218,23 @@ func (c *call) listNodes(detailPath bool) {
 
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	var markerID int64
+	var m *node
 	if hasMarker {
-		m := c.s.nodes.byUUID[normUUID(marker)]
-		if m == nil {
+		if m = c.s.nodes.byUUID[normUUID(marker)]; m == nil {
 			c.failErr(nodeNotFound(marker))
 			return
 		}
-		markerID = m.id
 	}
-	order := c.s.nodes.order
-	if sortDir == "desc" {
-		order = slices.Clone(order)
-		slices.Reverse(order)
+	order := c.s.nodes.sorted(sortKey, sortDir, c.s.opts.NullsLast)
+	var mk sortValue
+	if m != nil && sortKey != "id" {
+		mk = nodeSortKeys[sortKey](m)
 	}
 	items := []any{}
 	var last string
-	for _, n := range order {
-		if hasMarker && ((sortDir == "asc" && n.id <= markerID) || (sortDir == "desc" && n.id >= markerID)) {
+	for k := range order {
+		n := k.n
+		if m != nil && !afterMarker(k, m, mk, sortKey, sortDir) {
 			continue
 		}
 		if associated != nil && (n.instanceUUID != nil) != *associated {
@@ -304,8 +304,14 @@ func (c *call) sortQuery() (string, string, *apiError) {
 		return "", "", errf(http.StatusBadRequest, "Invalid sort direction: "+dir+
 			". Acceptable values are 'asc' or 'desc'")
 	}
-	if key != "id" {
+	if slices.Contains(nodeUnsortable, key) {
 		return "", "", errf(http.StatusBadRequest, "The sort_key value "+key+" is an invalid field for sorting")
+	}
+	if v, ok := nodeVersionedFields[key]; ok && c.minor < v {
+		return "", "", errf(http.StatusNotAcceptable, "Request not acceptable.")
+	}
+	if _, ok := nodeSortKeys[key]; !ok && key != "id" {
+		return "", "", errf(http.StatusBadRequest, `The sort_key value "`+key+`" is an invalid field for sorting`)
 	}
 	return key, dir, nil
 }

@@ -44,6 +44,11 @@ type Options struct {
 	FaultStatus int
 	FaultSeed   int64
 
+	// NullsLast sorts null values after every value in ascending listings (before them in
+	// descending ones), as Ironic on PostgreSQL does; the default is SQLite's and MySQL's
+	// order, nulls first in ascending listings.
+	NullsLast bool
+
 	// RequireImageSource makes deploy fail validation (400) when instance_info.image_source is
 	// missing, like a real deploy interface. Ironic's fake deploy interface deploys without it,
 	// which is the default.

@@ -321,6 +321,9 @@ func (s *Server) Seed(specs []NodeSpec) []string {
 			n.powerState = strp(sp.PowerState)
 		}
 		n.maintenance = sp.Maintenance
+		if n.provisionState != "enroll" {
+			n.updated = now() // brought out of enroll: Ironic stamped updated_at
+		}
 		s.nodes.add(n)
 		for _, mac := range sp.MACs {
 			mac = strings.ToLower(mac)
@@ -357,6 +360,43 @@ func newNode(id int64, uuid, name, driver string) *node {
 		driverInfo: map[string]any{}, driverInternalInfo: map[string]any{},
 		provisionState: "enroll", traits: []string{}, created: now(),
 	}
+}
+
+// Age moves the timestamps of every node (created_at, updated_at, provision_updated_at)
+// d into the past, as if the nodes had been enrolled and last changed d earlier.
+func (s *Server) Age(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.nodes.order {
+		for _, t := range []*time.Time{&n.created, &n.updated, &n.provisionUpdated} {
+			if !t.IsZero() {
+				*t = t.Add(-d)
+			}
+		}
+	}
+}
+
+// RenameNodeAt renames a node and stamps its updated_at with at, as a change whose
+// transaction took its timestamp at "at" but commits only now (a listing made in between
+// did not see it). It panics on an unknown node.
+func (s *Server) RenameNodeAt(ident, name string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodes.byUUID[normUUID(ident)]
+	if n == nil {
+		n = s.nodes.byName[ident]
+	}
+	if n == nil {
+		panic("sim: RenameNodeAt: no node " + ident)
+	}
+	if n.name != "" {
+		delete(s.nodes.byName, n.name)
+	}
+	n.name = name
+	if name != "" {
+		s.nodes.byName[name] = n
+	}
+	n.updated = at.UTC()
 }
 
 // NodeState is a snapshot of a node's main fields, for tests.

@@ -132,6 +132,7 @@ func (c *call) routeVIFs(ident string, rest []string) {
 		if !slices.Contains(n.vifs, id) {
 			n.vifs = append(n.vifs, id)
 		}
+		n.updated = now() // the conductor's node lock bumps updated_at
 		c.noContent(http.StatusNoContent)
 	case len(rest) == 1 && m == http.MethodDelete:
 		n, err := c.lockNode(ident)
@@ -141,6 +142,7 @@ func (c *call) routeVIFs(ident string, rest []string) {
 		}
 		defer c.s.mu.Unlock()
 		n.vifs = slices.DeleteFunc(n.vifs, func(v string) bool { return v == rest[0] })
+		n.updated = now()
 		c.noContent(http.StatusNoContent)
 	case len(rest) <= 1:
 		c.methodNotAllowed()
