@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -46,19 +47,7 @@ func sortedIDs[V any](m map[string]V) []string {
 		ks[i] = keyed{binary.BigEndian.Uint64(buf[:8]), binary.BigEndian.Uint64(buf[8:]), i}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
-		switch {
-		case a.hi != b.hi:
-			if a.hi < b.hi {
-				return -1
-			}
-			return 1
-		case a.lo != b.lo:
-			if a.lo < b.lo {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(ids[a.i], ids[b.i])
+		return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo), strings.Compare(ids[a.i], ids[b.i]))
 	})
 	out := make([]string, len(ks))
 	for i, k := range ks {
