@@ -40,6 +40,8 @@ import (
 // none) are the same boots with deploy_wait = poll, the way corral waited
 // before (a worker per deploy, polling every 100 ms), in the same run.
 // CORRAL_BENCH_MASS_DEPLOY (default 30s) is the simulator's deploy time.
+// CORRAL_BENCH_MASS_SPREAD=1 sends each client's boots to one of the three
+// peers (forwarded to the leader) instead of all to the leader.
 // Two diagnostics: CORRAL_BENCH_MASS_NO_OWNERS=1 runs no compute manager,
 // so only the boots' acceptance (the leader's decisions) is measured;
 // CORRAL_BENCH_MASS_INMEM=1 keeps the raft log in memory (no fsync).
@@ -189,15 +191,27 @@ func massBoot(t *testing.T, n int, deploy time.Duration, wait string) massRow {
 	for i := range ids {
 		ids[i] = uuid.NewString()
 	}
-	// 64 clients send the boots.
+	// 64 clients send the boots, to the leader or (CORRAL_BENCH_MASS_SPREAD=1)
+	// each to one of the three peers, which forward them.
+	spread := os.Getenv("CORRAL_BENCH_MASS_SPREAD") == "1"
+	peers := h.Running()
 	work := make(chan string)
 	var sent sync.WaitGroup
-	for range 64 {
+	for client := range 64 {
 		sent.Add(1)
 		go func() {
 			defer sent.Done()
 			for id := range work {
-				if err := propose(&fsm.CreateServer{ID: id, Name: "m-" + id[:8], FlavorID: "gold", ImageRef: "img"}); err != nil {
+				boot := &fsm.CreateServer{ID: id, Name: "m-" + id[:8], FlavorID: "gold", ImageRef: "img"}
+				var err error
+				if spread {
+					pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+					_, err = peers[client%len(peers)].Node.Propose(pctx, boot)
+					pcancel()
+				} else {
+					err = propose(boot)
+				}
+				if err != nil {
 					t.Errorf("boot %s: %v", id, err)
 				}
 			}
