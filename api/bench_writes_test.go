@@ -234,7 +234,12 @@ func startRawRaft(tb testing.TB) *rawRaft {
 		rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
 		rc.LeaderLeaseTimeout, rc.CommitTimeout = 300*time.Millisecond, 5*time.Millisecond
 		rc.LogOutput = io.Discard
-		r, err := raft.NewRaft(rc, &countFSM{}, bolt, bolt, raft.NewDiscardSnapshotStore(), tr)
+		rc.BatchApplyCh = true                     // as corral's peers run it
+		cached, err := raft.NewLogCache(512, bolt) // as corral's peers keep recent entries
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r, err := raft.NewRaft(rc, &countFSM{}, cached, bolt, raft.NewDiscardSnapshotStore(), tr)
 		if err != nil {
 			tb.Fatal(err)
 		}

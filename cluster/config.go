@@ -56,6 +56,11 @@ func DefaultRaftTimings() RaftTimings {
 // the leader removes it from raft.
 const DefaultDeadServerCleanupAfter = 5 * time.Minute
 
+// DefaultRefusedGrace is Config.RefusedGrace's default: a killed process
+// is confirmed dead about a second after its ports close, while a process
+// that restarts within it keeps its servers.
+const DefaultRefusedGrace = time.Second
+
 // DefaultGossipTimings returns LAN defaults.
 func DefaultGossipTimings() GossipTimings {
 	return GossipTimings{
@@ -88,8 +93,15 @@ type Config struct {
 	// peer became leader before its host is marked down.
 	DeadGrace time.Duration
 	// DownGrace is how long a host must stay dead in gossip before the
-	// leader commits it down (the second stage of failure detection).
+	// leader commits it down (the second stage of failure detection); up
+	// to twice as long while the leader's own gossip health score is poor.
 	DownGrace time.Duration
+	// RefusedGrace is how long a host's raft and gossip ports must both
+	// keep refusing connections, once raft cannot heartbeat it or gossip
+	// reports it dead, before the leader commits it down without waiting
+	// for gossip and DownGrace: its process is gone (liveness.go). 0:
+	// DefaultRefusedGrace; negative: off (deaths wait for gossip).
+	RefusedGrace time.Duration
 	// UpGrace is how long a returning host must stay alive before it is
 	// marked up again (hysteresis against flapping).
 	UpGrace time.Duration
@@ -194,6 +206,7 @@ func (c *Config) setDefaults() {
 	settings := make(map[string]string, len(c.Settings)+1)
 	maps.Copy(settings, c.Settings)
 	settings[settingPurgeServers] = "true"
+	settings[settingCommands] = fsm.KnownCommands()
 	c.Settings = settings
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = 500 * time.Millisecond
@@ -203,6 +216,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DownGrace == 0 {
 		c.DownGrace = 1500 * time.Millisecond
+	}
+	if c.RefusedGrace == 0 {
+		c.RefusedGrace = DefaultRefusedGrace
 	}
 	if c.UpGrace == 0 {
 		c.UpGrace = time.Second

@@ -118,6 +118,7 @@ func concurrentBoots(t *testing.T, round int) {
 		return h.Leader(10*time.Second).Node.ReadBarrier(ctxT(t, 5*time.Second), cluster.Linearizable)
 	})
 	held := map[string]string{}
+	entries := map[uint64]int{} // servers created by each entry
 	for _, id := range ids {
 		s, err := h.Leader(10 * time.Second).Node.Store().Server(id)
 		if errors.Is(err, fsm.ErrNotFound) {
@@ -126,6 +127,7 @@ func concurrentBoots(t *testing.T, round int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		entries[s.EpochIndex]++
 		if s.Status != fsm.StatusBuild || s.ClaimedNode == "" {
 			t.Fatalf("server %s is %s claiming %q (%v): there were enough nodes", id, s.Status, s.ClaimedNode, s.Fault)
 		}
@@ -134,6 +136,12 @@ func concurrentBoots(t *testing.T, round int) {
 		}
 		held[s.ClaimedNode] = id
 	}
+	// Boots that arrived together were decided together: some entry
+	// created several servers.
+	if len(held) > 1 && len(entries) == len(held) {
+		t.Errorf("%d servers created by %d entries: no boots were decided together", len(held), len(entries))
+	}
+	t.Logf("%d servers created by %d entries", len(held), len(entries))
 }
 
 // The leader refreshes its node mirror once before it records a boot as

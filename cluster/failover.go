@@ -19,14 +19,50 @@ type failover struct {
 	nominated map[string]time.Time // host → when its death was nominated
 	downAt    map[string]time.Time // host → when this leader committed it down
 	frozen    bool
+	health    int             // this peer's gossip health score at the last reconcile
 	stuck     map[string]bool // hosts whose servers had nowhere to go (logged once)
+	live      *liveness       // the leader's probes (liveness.go); nil: none
+	// next is when the earliest pending grace runs out (zero: none), so
+	// that the leader loop reconciles then rather than on its next tick.
+	next time.Time
 }
 
 // freezeWindow is how far back confirmed deaths count towards a mass loss.
 const freezeWindow = 10 * time.Second
 
-func newFailover(since time.Time) *failover {
-	return &failover{since: since, nominated: map[string]time.Time{}, downAt: map[string]time.Time{}, stuck: map[string]bool{}}
+// maxHealthStretch caps the health score by which an unhealthy leader
+// stretches DownGrace: at most 2 × DownGrace, so that a leader on a loaded
+// machine still confirms a real death in bounded time.
+const maxHealthStretch = 1
+
+func newFailover(since time.Time, live *liveness) *failover {
+	return &failover{since: since, nominated: map[string]time.Time{}, downAt: map[string]time.Time{}, stuck: map[string]bool{}, live: live}
+}
+
+// due records t as a time the leader loop must reconcile at.
+func (fo *failover) due(t time.Time) {
+	if fo.next.IsZero() || t.Before(fo.next) {
+		fo.next = t
+	}
+}
+
+// refused reports whether host has refused connections on both its raft
+// and gossip ports over at least RefusedGrace, with no connection accepted
+// in between (the leader's second signal, liveness.go), and when that run
+// began. A run not long enough yet schedules a reconcile for when it may be.
+func (n *Node) refused(fo *failover, host string, now time.Time) (since time.Time, confirmed, inRun bool) {
+	if n.cfg.RefusedGrace < 0 {
+		return time.Time{}, false, false
+	}
+	run, inRun := fo.live.refusedRun(host)
+	if !inRun {
+		return time.Time{}, false, false
+	}
+	if run.last.Sub(run.first) >= n.cfg.RefusedGrace {
+		return run.first, true, true
+	}
+	fo.due(later(run.first.Add(n.cfg.RefusedGrace), now.Add(livenessProbeEvery)))
+	return run.first, false, true
 }
 
 func later(a, b time.Time) time.Time {
@@ -42,8 +78,22 @@ func later(a, b time.Time) time.Time {
 // than UpGrace after it was marked down or left); departed members
 // are marked left at once. A host unknown to gossip since this leadership
 // began is nominated after DeadGrace.
+//
+// A host whose raft and gossip ports both refuse connections (its process
+// is gone, liveness.go) is confirmed after RefusedGrace instead, whether
+// or not gossip has noticed yet; while it refuses, it is not taken back up.
 func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *failover) error {
 	now := time.Now()
+	fo.next = time.Time{}
+	// A leader that is itself unhealthy in gossip (its own probes go
+	// unanswered: it may be the slow one) trusts gossip's verdicts less and
+	// waits longer before acting on them; refusals are not gossip's.
+	health := min(n.gossip.healthScore(), maxHealthStretch)
+	downGrace := n.cfg.DownGrace * time.Duration(1+health)
+	if health != fo.health {
+		fo.health = health
+		n.log.Info("this peer's own gossip health changed: a death only gossip reports is confirmed after down_grace, doubled while this peer is unhealthy", "unhealthy", health > 0, "down_grace", downGrace)
+	}
 	var errs []error
 	seen := map[string]bool{}
 	propose := func(name string, cmd fsm.Command) {
@@ -60,6 +110,22 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 		known := err == nil
 		switch m.Status {
 		case MemberAlive:
+			if known {
+				since, confirmed, inRun := n.refused(fo, m.Name, now)
+				if inRun && h.Status != fsm.HostUp {
+					continue // gone, whatever gossip still says
+				}
+				if inRun {
+					lost++
+					if _, ok := fo.nominated[m.Name]; !ok {
+						fo.nominated[m.Name] = since
+					}
+					if confirmed {
+						candidates = append(candidates, m.Name)
+					}
+					continue
+				}
+			}
 			delete(fo.nominated, m.Name)
 			if m.Meta.RaftAddr == "" {
 				continue
@@ -75,9 +141,15 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 				// forced down while gossip has not noticed it dead yet) counts
 				// only once gossip had time to notice: a killed host never comes
 				// back on stale news, a live host forced down does.
+				// A host seen to restart (its ports refused, then accepted
+				// connections again) has lived since it accepted them.
 				since := later(m.Changed, fo.since)
 				grace := n.cfg.UpGrace
-				if !m.Changed.After(h.ChangedAt) {
+				back, restarted := fo.live.backSince(m.Name)
+				switch {
+				case restarted && back.After(h.ChangedAt):
+					since = later(later(back, m.Changed), fo.since)
+				case !m.Changed.After(h.ChangedAt):
 					since, grace = later(h.ChangedAt, fo.since), n.cfg.UpGrace+n.gossipDetectWindow()
 				}
 				if now.Sub(since) >= grace {
@@ -95,10 +167,13 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 			if !ok {
 				nom = later(m.Changed, fo.since)
 				fo.nominated[m.Name] = nom
-				n.log.Warn("host nominated dead by gossip", "host", m.Name, "grace", n.cfg.DownGrace)
+				n.log.Warn("host nominated dead by gossip", "host", m.Name, "grace", downGrace)
 			}
-			if now.Sub(nom) >= n.cfg.DownGrace {
+			_, confirmed, _ := n.refused(fo, m.Name, now)
+			if confirmed || now.Sub(nom) >= downGrace {
 				candidates = append(candidates, m.Name)
+			} else {
+				fo.due(nom.Add(downGrace))
 			}
 		case MemberLeft:
 			if known && h.Status != fsm.HostLeft {
@@ -149,7 +224,11 @@ func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *fa
 	n.metrics.frozen.Set(0)
 	for _, name := range candidates {
 		nom := fo.nominated[name]
-		n.log.Warn("confirming host death", "host", name, "dead_for", now.Sub(nom).Round(time.Millisecond))
+		evidence := "gossip"
+		if _, confirmed, _ := n.refused(fo, name, now); confirmed {
+			evidence = "connections refused"
+		}
+		n.log.Warn("confirming host death", "host", name, "dead_for", now.Sub(nom).Round(time.Millisecond), "evidence", evidence)
 		if _, err := n.applyLocal(ctx, &fsm.SetHostStatus{Name: name, Status: fsm.HostDown}); err != nil {
 			errs = append(errs, fmt.Errorf("host %s: %w", name, err))
 			continue

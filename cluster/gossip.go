@@ -238,6 +238,12 @@ func (g *gossip) member(name string) (memberState, bool) {
 	return *m, true
 }
 
+// healthScore is memberlist's awareness of this peer's own health
+// (Lifeguard): 0 when its probes get their answers in time, up to
+// AwarenessMaxMultiplier-1 when they do not, as when this peer is the
+// slow one (starved of CPU, its network lossy).
+func (g *gossip) healthScore() int { return g.ml.GetHealthScore() }
+
 // join contacts the given gossip addresses; it returns how many answered.
 func (g *gossip) join(addrs []string) (int, error) {
 	return g.ml.Join(addrs)

@@ -53,7 +53,10 @@ func (n *Node) leadershipLoop(notify <-chan bool) {
 func (n *Node) leaderLoop(ctx context.Context) {
 	term := n.raft.CurrentTerm()
 	for {
-		err := n.raft.Barrier(n.cfg.Raft.ApplyTimeout).Error()
+		err := n.barrier(ctx)
+		if ctx.Err() != nil {
+			return
+		}
 		if err == nil {
 			break
 		}
@@ -67,22 +70,52 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	n.readyTerm.Store(term)
 	// Every failure timer starts afresh with this leadership: nobody is
 	// judged on another leader's clock.
-	fo := newFailover(time.Now())
+	lv := newLiveness()
+	fo := newFailover(time.Now(), lv)
 	n.log.Info("leader ready", "term", term)
 	go n.purgeLoop(ctx)
+	if n.cfg.RefusedGrace >= 0 {
+		go n.livenessLoop(ctx, lv)
+	}
 	tick := time.NewTicker(n.cfg.ReconcileInterval)
 	defer tick.Stop()
+	// due fires when the earliest grace pending runs out, so that a death
+	// is confirmed then, not up to a tick later.
+	due := time.NewTimer(time.Hour)
+	defer due.Stop()
 	for {
 		if err := n.reconcile(ctx, fo); err != nil && ctx.Err() == nil {
 			n.metrics.reconcileErrs.Inc()
 			n.log.Warn("leader reconcile failed", "err", err)
 		}
+		wait := time.Hour
+		if !fo.next.IsZero() {
+			wait = max(time.Until(fo.next), time.Millisecond)
+		}
+		due.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-n.gossip.events:
+		case <-lv.poke:
+		case <-due.C:
 		}
+	}
+}
+
+// barrier waits for a raft barrier, or until ctx ends. Raft's timeout
+// covers only the barrier's enqueueing, and a barrier enqueued as raft
+// shuts down may never be answered: the leader loop must not wait for it
+// then, or it would hold up the peer's shutdown.
+func (n *Node) barrier(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- n.raft.Barrier(n.cfg.Raft.ApplyTimeout).Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -24,6 +24,7 @@ type metrics struct {
 	votesRefused      prometheus.Counter
 	caughtUp          prometheus.Counter
 	catchupNonvoters  prometheus.Counter
+	createBatch       prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -94,7 +95,12 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.catchupNonvoters = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "corral_raft_catchup_nonvoters_total", Help: "Peers with an empty raft log this peer as leader made non-voters until they caught up (new peers, wiped data dirs).",
 	})
-	for _, c := range []prometheus.Collector{m.catchupNonvoters, m.tlsRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
+	m.createBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "corral_create_servers_batch_size",
+		Help:    "New servers decided together in one CreateServers entry (leader).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
+	})
+	for _, c := range []prometheus.Collector{m.createBatch, m.catchupNonvoters, m.tlsRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
 		m.forwardedRead, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

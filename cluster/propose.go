@@ -96,17 +96,54 @@ func (n *Node) proposeOnce(ctx context.Context, cmd fsm.Command) (uint64, error)
 // decided there on the current state, one at a time, and decided again
 // until it holds or nothing fits, the node mirror refreshed once before
 // "No valid host"; every attempt is committed by applyOnce.
+//
+// New servers are decided in batches (one fsm.CreateServers entry for all
+// those waiting) once every live peer advertises that it can apply that
+// entry: an older peer would stop at it.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
-	return n.store.Decide(ctx, cmd, fsm.Leader{Avoid: n.goneHosts(), Commit: n.applyOnce, RefreshNodes: n.refreshNodes})
+	l := fsm.Leader{Avoid: n.goneHosts(), Commit: n.applyOnce, RefreshNodes: n.refreshNodes}
+	if _, ok := cmd.(*fsm.CreateServer); ok && n.CommandKnown(fsm.CmdCreateServers) {
+		l.CommitBatch = n.applyOnceValue
+	}
+	return n.store.Decide(ctx, cmd, l)
+}
+
+// settingCommands is advertised in gossip by every peer: the command types
+// it can apply (fsm.KnownCommands).
+const settingCommands = "fsm_commands"
+
+// CommandKnown reports whether every live peer advertises that it can
+// apply command type t. A peer that cannot would stop at the entry (it
+// refuses to apply part of the log), so a newer command is used only once
+// the last peer of a rolling upgrade runs the newer version.
+func (n *Node) CommandKnown(t fsm.CommandType) bool {
+	seen := false
+	for _, m := range n.gossip.snapshot() {
+		if m.Status != MemberAlive {
+			continue
+		}
+		if !fsm.CommandKnownIn(m.Meta.Settings[settingCommands], t) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 // applyOnce stamps cmd with the leader's clock and commits it through raft;
 // it returns once this peer applied it, with Apply's business error.
 func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	idx, _, err := n.applyOnceValue(ctx, cmd)
+	return idx, err
+}
+
+// applyOnceValue is applyOnce that also returns the entry's value (the
+// fsm.Result's Value).
+func (n *Node) applyOnceValue(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
 	cmd.Header().At = time.Now().UTC()
 	data, err := fsm.Encode(cmd)
 	if err != nil {
-		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)
+		return 0, nil, fmt.Errorf("encode %s: %w", cmd.Type(), err)
 	}
 	timeout := n.cfg.Raft.ApplyTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -115,27 +152,30 @@ func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
 		}
 	}
 	if timeout <= 0 {
-		return 0, context.DeadlineExceeded
+		return 0, nil, context.DeadlineExceeded
 	}
 	f := n.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
-			return 0, ErrNotLeader
+			return 0, nil, ErrNotLeader
 		case errors.Is(err, raft.ErrEnqueueTimeout):
-			return 0, fmt.Errorf("%w: raft queue full", ErrNotReady)
+			return 0, nil, fmt.Errorf("%w: raft queue full", ErrNotReady)
 		case errors.Is(err, raft.ErrRaftShutdown):
-			return 0, ErrShutdown
+			return 0, nil, ErrShutdown
 		case errors.Is(err, raft.ErrLeadershipLost):
-			return 0, fmt.Errorf("leadership was lost while committing; the write may or may not have been applied: read before retrying: %w", err)
+			return 0, nil, fmt.Errorf("leadership was lost while committing; the write may or may not have been applied: read before retrying: %w", err)
 		}
-		return 0, fmt.Errorf("raft apply: %w", err)
+		return 0, nil, fmt.Errorf("raft apply: %w", err)
+	}
+	if b, ok := cmd.(*fsm.CreateServers); ok {
+		n.metrics.createBatch.Observe(float64(len(b.Servers)))
 	}
 	res, ok := f.Response().(fsm.Result)
 	if !ok {
-		return f.Index(), nil
+		return f.Index(), nil, nil
 	}
-	return f.Index(), res.Err
+	return f.Index(), res.Value, res.Err
 }
 
 // ReadBarrier makes this peer's replica fit for a read at the given level.

@@ -96,7 +96,15 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 		if err != nil {
 			return nil, fmt.Errorf("open raft log %s: %w (is another corral agent using this data dir?)", dir, err)
 		}
-		p.logs, p.stable = bolt, bolt
+		// Recent entries stay in memory: replication and the FSM read them
+		// back right after they were written, and a read from boltdb costs
+		// a transaction and a msgpack decode.
+		cached, err := raft.NewLogCache(logCacheSize, bolt)
+		if err != nil {
+			_ = bolt.Close()
+			return nil, fmt.Errorf("raft log cache: %w", err)
+		}
+		p.logs, p.stable = cached, bolt
 		p.closer = bolt.Close
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hl)
 		if err != nil {
@@ -134,6 +142,9 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 	return p, nil
 }
 
+// logCacheSize is how many recent raft entries are kept in memory.
+const logCacheSize = 512
+
 func raftConfig(cfg *Config, hl hclog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.Name)
@@ -144,6 +155,10 @@ func raftConfig(cfg *Config, hl hclog.Logger) *raft.Config {
 	rc.SnapshotInterval = cfg.Raft.SnapshotInterval
 	rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
 	rc.TrailingLogs = cfg.Raft.TrailingLogs
+	// Writes arriving together are appended and fsync'd as one batch (up to
+	// MaxAppendEntries entries): under load, the owners' progress entries
+	// and the leader's decisions share disk writes and replication rounds.
+	rc.BatchApplyCh = true
 	rc.Logger = hl
 	return rc
 }

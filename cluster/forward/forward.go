@@ -204,10 +204,13 @@ type Client struct {
 // certificate must be signed by (its ServerName is left empty so that it
 // is taken from each leader's address).
 func NewClient(token string, tc *tls.Config) *Client {
+	// Forwarded writes arrive together (a burst of boots, the owners'
+	// progress reports): keep a connection for each one in flight, so a
+	// burst does not reconnect (and, with TLS, handshake) per write.
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        32,
-		MaxIdleConnsPerHost: 8,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 5 * time.Second,
 	}

@@ -89,6 +89,7 @@ type hypervisorConfig struct {
 // failoverConfig is the [failover] section.
 type failoverConfig struct {
 	DownGrace      time.Duration
+	RefusedGrace   time.Duration // negative: off
 	UpGrace        time.Duration
 	FreezeFraction float64
 }
@@ -126,7 +127,7 @@ func defaultAgentConfig() agentConfig {
 		TLS:                    tlsutil.Files{VerifyOutgoing: true},
 		Limits:                 api.Limits{MaxBodyBytes: api.DefaultMaxBodyBytes},
 		DeadServerCleanupAfter: cluster.DefaultDeadServerCleanupAfter,
-		Failover:               failoverConfig{DownGrace: 1500 * time.Millisecond, UpGrace: time.Second, FreezeFraction: 0.5},
+		Failover:               failoverConfig{DownGrace: 1500 * time.Millisecond, RefusedGrace: cluster.DefaultRefusedGrace, UpGrace: time.Second, FreezeFraction: 0.5},
 		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,
 			RAMAllocationRatio: 1.5, DiskAllocationRatio: 1},
 	}
@@ -204,6 +205,15 @@ func int64Option(p func(c *agentConfig) *int64, min, max int64) func(*agentConfi
 		*p(c) = n
 		return nil
 	}
+}
+
+// refusedGrace sets [failover] refused_grace: a positive duration, or off.
+func refusedGrace(c *agentConfig, v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		c.Failover.RefusedGrace = -1
+		return nil
+	}
+	return duration(func(c *agentConfig) *time.Duration { return &c.Failover.RefusedGrace })(c, v)
 }
 
 // deadServerCleanup sets [raft] dead_server_cleanup_after: a positive duration, or off.
@@ -334,6 +344,7 @@ var options = []option{
 	{section: "ironic", key: "orphan_grace", usage: "how long the leader must see a node deployed with no allocation and no instance_uuid before it undeploys it (default twice sync_interval; off: never)", set: orphanGrace},
 	{section: "ironic", key: "deploy_wait", usage: "watch: deploys in flight hold no worker, one watcher per host lists them; poll: a worker polls each deploy", set: deployWait},
 	{section: "ironic", key: "max_version", usage: "highest Ironic microversion to use", set: str(func(c *agentConfig) *string { return &c.Ironic.MaxVersion })},
+	{section: "failover", key: "refused_grace", usage: "how long a host's raft and gossip ports must refuse connections before the leader marks it down without waiting for gossip (off: never)", set: refusedGrace},
 	{section: "failover", key: "down_grace", usage: "how long a host must be dead in gossip before the leader marks it down", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.DownGrace })},
 	{section: "failover", key: "up_grace", usage: "how long a returning host must stay alive before it is up again", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.UpGrace })},
 	{section: "failover", key: "freeze_fraction", usage: "freeze failover when more than this share of up hosts is lost at once", set: fraction(func(c *agentConfig) *float64 { return &c.Failover.FreezeFraction })},
@@ -585,7 +596,7 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		Name: c.Name, DataDir: c.DataDir, BindAddr: c.Bind, RaftPort: c.RaftPort, GossipPort: c.GossipPort,
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
 		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
-		DownGrace: c.Failover.DownGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
+		DownGrace: c.Failover.DownGrace, RefusedGrace: c.Failover.RefusedGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
 		DeletedRetention:       c.DeletedRetention,
 		TLS:                    c.tls,
 		GossipKey:              c.GossipKey,

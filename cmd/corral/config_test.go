@@ -420,6 +420,7 @@ valid_interfaces = internal
 
 [failover]
 down_grace = 3s
+refused_grace = 2s
 up_grace = 2s
 freeze_fraction = 0.4
 
@@ -474,7 +475,7 @@ func TestConfigFullExample(t *testing.T) {
 			Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",
 			ProjectDomainName: "Default", TokenCacheTime: 120 * time.Second},
 		DeletedRetention: 12 * time.Hour,
-		Failover:         failoverConfig{DownGrace: 3 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
+		Failover:         failoverConfig{DownGrace: 3 * time.Second, RefusedGrace: 2 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
 		Hypervisor: hypervisorConfig{VCPUs: 32, MemoryMB: 131072, DiskGB: 900, CPUAllocationRatio: 8,
 			RAMAllocationRatio: 1.2, DiskAllocationRatio: 1.1},
 		LegacyInventory:        true,

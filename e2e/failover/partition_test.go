@@ -32,21 +32,37 @@ func newIsolation(t *testing.T, hosts int) *isolation {
 	if testing.Short() {
 		t.Skip("starts real agent processes")
 	}
+	is, err := tryIsolation(t, hosts)
+	if errors.Is(err, errNoIsolation) {
+		t.Skipf("partition test: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return is
+}
+
+// errNoIsolation: the machine cannot cut or degrade links between agents.
+var errNoIsolation = errors.New("cannot isolate agents")
+
+// tryIsolation is newIsolation that returns an error wrapping
+// errNoIsolation when the machine lacks what it needs.
+func tryIsolation(t testing.TB, hosts int) (*isolation, error) {
+	t.Helper()
 	var names []string
 	for i := 1; i <= hosts; i++ {
 		names = append(names, fmt.Sprintf("peer%d", i))
 	}
 	cg, err := proc.NewCgroups(fmt.Sprintf("corral-failover-%d", os.Getpid()), names...)
 	if err != nil {
-		t.Skipf("partition test needs a writable cgroup2 hierarchy to tell the agents' sockets apart: %v", err)
+		return nil, fmt.Errorf("%w: it needs a writable cgroup2 hierarchy to tell the agents' sockets apart: %v", errNoIsolation, err)
 	}
 	fw, err := netem.New(fmt.Sprintf("CORRAL-FO-%d", os.Getpid()%100000))
 	if errors.Is(err, netem.ErrNoIptables) {
 		_ = cg.Remove()
-		t.Skipf("partition test: %v", err)
+		return nil, fmt.Errorf("%w: %v", errNoIsolation, err)
 	} else if err != nil {
 		_ = cg.Remove()
-		t.Fatal(err)
+		return nil, err
 	}
 	// Registered before the agents start, so it runs after they are stopped.
 	t.Cleanup(func() {
@@ -57,7 +73,7 @@ func newIsolation(t *testing.T, hosts int) *isolation {
 			t.Errorf("remove the agents' cgroups: %v", err)
 		}
 	})
-	return &isolation{t: t, cg: cg, fw: fw}
+	return &isolation{t: t, cg: cg, fw: fw}, nil
 }
 
 // cut isolates victim from the others.
