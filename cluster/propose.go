@@ -155,7 +155,7 @@ func (n *Node) applyOnceValue(ctx context.Context, cmd fsm.Command) (uint64, any
 		return 0, nil, context.DeadlineExceeded
 	}
 	f := n.raft.Apply(data, timeout)
-	if err := f.Error(); err != nil {
+	if err := n.awaitApply(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
 			return 0, nil, ErrNotLeader
@@ -176,6 +176,22 @@ func (n *Node) applyOnceValue(ctx context.Context, cmd fsm.Command) (uint64, any
 		return f.Index(), nil, nil
 	}
 	return f.Index(), res.Value, res.Err
+}
+
+// awaitApply waits for a raft Apply (or Barrier) future. It gives up when this peer
+// stops: with BatchApplyCh raft queues a write in a buffered channel, and
+// a write queued just as raft shuts down is never answered, which would
+// hold the peer's shutdown forever. Raft answers every other queued write,
+// a follower with ErrNotLeader.
+func (n *Node) awaitApply(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.ctx.Done():
+		return fmt.Errorf("this peer is stopping; the write may or may not have been applied: read before retrying: %w", n.ctx.Err())
+	}
 }
 
 // ReadBarrier makes this peer's replica fit for a read at the given level.

@@ -111,7 +111,7 @@ func (n *Node) SaveSnapshot(ctx context.Context, w io.Writer) (SnapshotHeader, e
 		return SnapshotHeader{}, ErrNotLeader
 	}
 	timeout := n.cfg.Raft.ApplyTimeout
-	if err := n.raft.Barrier(timeout).Error(); err != nil {
+	if err := n.awaitApply(n.raft.Barrier(timeout)); err != nil {
 		return SnapshotHeader{}, fmt.Errorf("barrier before the snapshot: %w", err)
 	}
 	var meta *raft.SnapshotMeta
