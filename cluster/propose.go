@@ -99,8 +99,12 @@ func (n *Node) proposeOnce(ctx context.Context, cmd fsm.Command) (uint64, error)
 //
 // New servers are decided in batches (one fsm.CreateServers entry for all
 // those waiting) once every live peer advertises that it can apply that
-// entry: an older peer would stop at it.
+// entry: an older peer would stop at it. A server action is committed
+// with its request id (fsm.RequestServerActionWithID) on the same terms.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	if ra, ok := cmd.(*fsm.RequestServerAction); ok && n.CommandKnown(fsm.CmdRequestServerActionWithID) {
+		cmd = &fsm.RequestServerActionWithID{RequestServerAction: *ra}
+	}
 	l := fsm.Leader{Avoid: n.goneHosts(), Commit: n.applyOnce, RefreshNodes: n.refreshNodes}
 	if _, ok := cmd.(*fsm.CreateServer); ok && n.CommandKnown(fsm.CmdCreateServers) {
 		l.CommitBatch = n.applyOnceValue

@@ -9,8 +9,14 @@ import (
 
 // Actor is implemented by a virt driver that carries out server actions
 // (stop, start, reboot, rebuild). Act does s.Action on the backend and
-// returns when it is done; it must be idempotent (a new owner after a
-// failover calls it again) and fence every side effect like Build. A
+// returns when it is done. Before each side effect it commits the intent
+// (Handle.BeginAction) with a witness read from the backend, and sends the
+// side effect only within the lease the intent gives; an intent already in
+// the log for that side effect (s.Action.Intent, from an earlier attempt,
+// this host before a restart, or the previous owner) is judged by the
+// witness: changed means the side effect was taken and is never taken
+// again; unchanged, Act waits out the intent's lease (Handle.AwaitIntent)
+// and reads the backend once more before it commits its own. A
 // PermanentError ends the action with the server in ERROR.
 type Actor interface {
 	Act(ctx context.Context, h *Handle, s fsm.Server) error
@@ -31,13 +37,15 @@ func (m *Manager) act(ctx context.Context, h *Handle, s fsm.Server) error {
 	}
 	var pe *PermanentError
 	if err != nil && !errors.As(err, &pe) {
-		return err // retried; a fenced error stops the worker
+		return err // a failed intent or a fenced error stops the worker; others are retried from the log and the backend
 	}
-	fin := &fsm.FinishServerAction{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: s.Action.Kind}
+	fin := &fsm.FinishServerAction{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: s.Action.Kind, RequestedAt: s.Action.RequestedAt}
 	if pe != nil {
 		fin.Fault = &fsm.Fault{Code: 500, Message: pe.Msg}
 	}
 	if err := h.Commit(ctx, fin); err != nil {
+		// Retried: the next attempt finds the side effects taken (their
+		// witnesses changed) and only commits the outcome again.
 		return err
 	}
 	m.m.actions.WithLabelValues(s.Action.Kind, map[bool]string{true: "error", false: "done"}[pe != nil]).Inc()

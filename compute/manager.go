@@ -82,9 +82,11 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*worker
-	seen    map[string]uint64    // server → the owner epoch last seen
+	seen    map[string]seenMark  // server → the owner epoch last seen, and since when
 	parked  map[string]parking   // servers waiting for the backend, holding no worker
 	started map[string]buildMark // server → when this host began building it
+	intents map[string]intentMark
+	retry   map[string]retryMark // servers whose last worker stopped on a failed intent
 	sem     chan struct{}
 	kick    chan struct{} // wakes Run for a scan before the next log entry
 	wg      sync.WaitGroup
@@ -95,6 +97,21 @@ type Manager struct {
 type buildMark struct {
 	epoch uint64
 	at    time.Time
+}
+
+// seenMark is the owner epoch at which this host last saw a server of its
+// own, and when it first saw it at that epoch.
+type seenMark struct {
+	epoch uint64
+	at    time.Time
+}
+
+// retryMark holds back a new worker for a server whose last worker stopped
+// because an intent could not be committed.
+type retryMark struct {
+	epoch uint64
+	at    time.Time // no worker before this
+	fails int
 }
 
 type worker struct {
@@ -113,8 +130,8 @@ func New(cfg Config, c Cluster, virt Virt) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, c: c, virt: virt, running: map[string]*worker{}, seen: map[string]uint64{},
-		parked: map[string]parking{}, started: map[string]buildMark{},
+	m := &Manager{cfg: cfg, c: c, virt: virt, running: map[string]*worker{}, seen: map[string]seenMark{},
+		parked: map[string]parking{}, started: map[string]buildMark{}, intents: map[string]intentMark{}, retry: map[string]retryMark{},
 		sem: make(chan struct{}, cfg.Workers), kick: make(chan struct{}, 1),
 		log: cfg.Logger.With("component", "compute", "host", c.Name(), "virt", virt.Kind())}
 	var err error
@@ -227,6 +244,17 @@ func (m *Manager) scan(ctx context.Context) {
 			delete(m.started, id)
 		}
 	}
+	for id, r := range m.retry {
+		if o, ok := byID[id]; !ok || o.Epoch != r.epoch || !taskNeedsWork(o.Status, o.TaskState) {
+			delete(m.retry, id)
+		}
+	}
+	for id, mk := range m.intents {
+		if o, ok := byID[id]; !ok || o.Epoch != mk.epoch || !fsm.IsActionTask(o.TaskState) {
+			delete(m.intents, id)
+		}
+	}
+	now := time.Now()
 	m.mu.Unlock()
 	for _, s := range owned {
 		m.noteOwnership(s)
@@ -236,6 +264,9 @@ func (m *Manager) scan(ctx context.Context) {
 		m.mu.Lock()
 		_, busy := m.running[s.ID]
 		if p, ok := m.parked[s.ID]; ok && p.epoch == s.Epoch {
+			busy = true
+		}
+		if r, ok := m.retry[s.ID]; ok && r.epoch == s.Epoch && now.Before(r.at) {
 			busy = true
 		}
 		if !busy {
@@ -253,10 +284,10 @@ func (m *Manager) scan(ctx context.Context) {
 func (m *Manager) noteOwnership(s fsm.Ownership) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.seen[s.ID] == s.Epoch {
+	if m.seen[s.ID].epoch == s.Epoch {
 		return
 	}
-	m.seen[s.ID] = s.Epoch
+	m.seen[s.ID] = seenMark{epoch: s.Epoch, at: time.Now()}
 	if s.Epoch > 1 && !s.OwnerSince.IsZero() {
 		m.m.takeover.Observe(time.Since(s.OwnerSince).Seconds())
 		m.log.Info("took over server", "server", s.ID, "epoch", s.Epoch, "reason", s.OwnerReason, "status", s.Status, "task", s.TaskState)
@@ -307,6 +338,7 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 		var pe *PermanentError
 		switch {
 		case err == nil, errors.Is(err, ErrStop):
+			m.clearRetry(id)
 			return
 		case errors.Is(err, ErrAwaiting):
 			awaiting = true
@@ -316,6 +348,11 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 		case errors.Is(err, fsm.ErrFenced):
 			m.m.fenced.Inc()
 			m.log.Warn("server lost to another owner; stopping", "server", id, "epoch", s.Epoch, "err", err)
+			return
+		case errors.Is(err, ErrIntent):
+			in := m.holdBack(id, s.Epoch)
+			m.log.Warn("an intent was not committed; this worker stops without the side effect, a new one reads the log and the backend again",
+				"server", id, "epoch", s.Epoch, "retry_in", in, "err", err)
 			return
 		case errors.As(err, &pe):
 			h.fail(ctx, s, pe.Msg)
@@ -334,6 +371,29 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 			backoff *= 2
 		}
 	}
+}
+
+// holdBack keeps a new worker off server id for a while after its worker
+// stopped on a failed intent (growing with each failure, up to 10 s), and
+// returns how long.
+func (m *Manager) holdBack(id string, epoch uint64) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.retry[id]
+	if r.epoch != epoch {
+		r = retryMark{epoch: epoch}
+	}
+	d := min(500*time.Millisecond<<min(r.fails, 5), 10*time.Second)
+	r.fails++
+	r.at = time.Now().Add(d)
+	m.retry[id] = r
+	return d
+}
+
+func (m *Manager) clearRetry(id string) {
+	m.mu.Lock()
+	delete(m.retry, id)
+	m.mu.Unlock()
 }
 
 func (m *Manager) build(ctx context.Context, h *Handle, s fsm.Server, start time.Time) error {
@@ -358,7 +418,7 @@ func (m *Manager) build(ctx context.Context, h *Handle, s fsm.Server, start time
 func (m *Manager) delete(ctx context.Context, h *Handle, s fsm.Server) error {
 	// The intent, committed at our epoch, fences what follows: a host that
 	// lost the server fails here, before touching its backend.
-	if err := h.SetTask(ctx, s, "", fsm.TaskDeleting, nil); err != nil {
+	if err := h.Intent(ctx, s, fsm.TaskDeleting); err != nil {
 		return err
 	}
 	if err := m.virt.Delete(ctx, h, s); err != nil {

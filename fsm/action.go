@@ -6,11 +6,13 @@ import (
 )
 
 // Server actions (stop, start, reboot, rebuild) follow the pattern of
-// deploys: the request commits the intent (a task state and the action),
-// the owner host carries it out on its backend, fenced by its epoch, and
-// commits the outcome at that epoch. A new owner after a failover finds
-// the intent in the log and carries it out again (every action is
-// idempotent on the backend). Renames and locks change only the log.
+// deploys: the request commits the action (a task state and the action),
+// the owner host commits the intent of each side effect at its epoch
+// (StartServerAction, action_intent.go) before it takes it, and commits
+// the outcome at that epoch. A new owner after a failover finds the
+// action and the last intent in the log, and tells from the backend's
+// state whether that side effect was taken, so it never takes it twice.
+// Renames and locks change only the log.
 
 // StatusShutoff is Nova's status of a stopped server.
 const StatusShutoff ServerStatus = "SHUTOFF"
@@ -48,11 +50,20 @@ func IsActionTask(task string) bool {
 	return false
 }
 
-// ServerAction is the action a server's owner has to carry out.
+// ServerAction is the action a server's owner has to carry out. Kind and
+// RequestedAt (stamped by the leader) identify it among the server's
+// actions.
 type ServerAction struct {
 	Kind        string    `json:"kind"`
 	ImageRef    string    `json:"image_ref,omitempty"` // rebuild: the new image
 	RequestedAt time.Time `json:"requested_at"`
+	// RequestID is the request that asked for the action (its OpenStack
+	// request id), which the owner sends to the backend with every side
+	// effect of the action; empty for an action requested through
+	// RequestServerAction.
+	RequestID string `json:"request_id,omitempty"`
+	// Intent is the side effect the owner last said it was about to take.
+	Intent *ActionIntent `json:"intent,omitempty"`
 }
 
 // RequestServerAction commits a user's action on a server.
@@ -77,6 +88,9 @@ type FinishServerAction struct {
 	Epoch uint64 `json:"epoch"`
 	Kind  string `json:"kind"`
 	Fault *Fault `json:"fault,omitempty"`
+	// RequestedAt, when set, names the action finished: an outcome of an
+	// earlier action of the same kind is refused.
+	RequestedAt time.Time `json:"requested_at,omitzero"`
 }
 
 // Type implements Command.
@@ -117,6 +131,11 @@ func actionAllowed(kind string, status ServerStatus) bool {
 }
 
 func applyRequestServerAction(st *state, c *RequestServerAction) (any, error) {
+	return requestAction(st, c, "")
+}
+
+// requestAction commits the action c asks for, keeping requestID with it.
+func requestAction(st *state, c *RequestServerAction, requestID string) (any, error) {
 	s, ok := st.servers[c.ID]
 	if !ok || s.Status == StatusDeleted {
 		return nil, errServerNotFound(c.ID)
@@ -138,7 +157,7 @@ func applyRequestServerAction(st *state, c *RequestServerAction) (any, error) {
 	}
 	s = cloneServer(s)
 	s.TaskState = task
-	s.Action = &ServerAction{Kind: c.Kind, ImageRef: c.ImageRef, RequestedAt: c.At.UTC()}
+	s.Action = &ServerAction{Kind: c.Kind, ImageRef: c.ImageRef, RequestedAt: c.At.UTC(), RequestID: requestID}
 	s.UpdatedAt = c.At.UTC()
 	st.putServer(s)
 	return cloneServer(s), nil
@@ -168,6 +187,9 @@ func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
 	}
 	if s.Action == nil || s.Action.Kind != c.Kind || s.TaskState != actionTask[c.Kind] {
 		return nil, fmt.Errorf("%w: server %s has no %s in progress (task %q)", ErrConflict, c.ID, c.Kind, s.TaskState)
+	}
+	if !c.RequestedAt.IsZero() && !c.RequestedAt.Equal(s.Action.RequestedAt) {
+		return nil, fmt.Errorf("%w: server %s has another %s in progress (requested at %s)", ErrConflict, c.ID, c.Kind, s.Action.RequestedAt.Format(time.RFC3339Nano))
 	}
 	at := c.At.UTC()
 	s = cloneServer(s)

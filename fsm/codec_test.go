@@ -83,7 +83,8 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdReserveNode, CmdReleaseNode, CmdDeleteServer, CmdSyncNodes, CmdSetHostDrain, CmdReassignServers,
 		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers,
 		CmdUpdateFlavor, CmdSetFlavorAccess, CmdCreateKeyPair, CmdDeleteKeyPair,
-		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdCreateServers, CmdReserveNodeAndTask}
+		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdStartServerAction, CmdCreateServers, CmdReserveNodeAndTask,
+		CmdRequestServerActionWithID}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

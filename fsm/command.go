@@ -54,11 +54,12 @@ const (
 	CmdRequestServerAction   CommandType = 24
 	CmdFinishServerAction    CommandType = 25
 	CmdUpdateServer          CommandType = 26
-	// 27: spare, for server actions and updates.
+	CmdStartServerAction     CommandType = 27
 	// 28..31: cluster security and recovery.
 	CmdCreateServers      CommandType = 32
 	CmdReserveNodeAndTask CommandType = 33
 	// 34..39: batching and mass provisioning.
+	CmdRequestServerActionWithID CommandType = 40
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

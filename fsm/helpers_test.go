@@ -93,7 +93,11 @@ func sampleCommands() []Command {
 		&RequestServerAction{Meta: m, ID: "s1", Kind: ActionRebuild, ImageRef: "img-2", Admin: true},
 		&FinishServerAction{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Kind: ActionRebuild,
 			Fault: &Fault{Code: 500, Message: "deploy failed", Created: t0}},
+		&FinishServerAction{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Kind: ActionStop, RequestedAt: t0},
 		&UpdateServer{Meta: m, ID: "s1", Name: ptr("web-2"), Locked: ptr(true), LockedReason: "audit"},
+		&StartServerAction{Meta: m, ID: "s1", Host: "node-1", Epoch: 2, Kind: ActionRebuild, RequestedAt: t0,
+			Step: "rebuild", Witness: "2026-11-29T14:36:26.402131+00:00"},
+		&RequestServerActionWithID{RequestServerAction{Meta: Meta{At: t0, RequestID: "req-1"}, ID: "s1", Kind: ActionRebootHard}},
 		&CreateServers{Meta: m, Servers: []CreateServer{
 			{Meta: Meta{RequestID: "req-2"}, ID: "s2", Name: "web-2", FlavorID: "f1", ImageRef: "img-1", Host: "node-1",
 				Claim: map[string]map[string]int64{"n2": {"CUSTOM_GOLD": 1}}},

@@ -36,6 +36,9 @@ func (st *state) count(s Server) {
 	if h, ok := countsFor(s); ok {
 		st.hostServers[h]++
 	}
+	if actionNeedsFormat3(&s) {
+		st.format3++
+	}
 }
 
 func (st *state) uncount(s Server) {
@@ -43,6 +46,9 @@ func (st *state) uncount(s Server) {
 		if st.hostServers[h]--; st.hostServers[h] <= 0 {
 			delete(st.hostServers, h)
 		}
+	}
+	if actionNeedsFormat3(&s) {
+		st.format3--
 	}
 }
 

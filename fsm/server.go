@@ -103,6 +103,10 @@ func cloneServer(s Server) Server {
 	}
 	if s.Action != nil {
 		a := *s.Action
+		if a.Intent != nil {
+			in := *a.Intent
+			a.Intent = &in
+		}
 		s.Action = &a
 	}
 	return s

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// The binary record bodies of snapshot format version 2. The big record
+// The binary record bodies of snapshot format versions 2 and 3 (3 adds
+// the request id and intent of a server's action). The big record
 // kinds (servers, nodes, placement) are written field by field with
 // append-style encoders, no reflection:
 //
@@ -274,8 +275,9 @@ func (d *decoder) flavor() Flavor {
 		Description: d.str(), ExtraSpecs: d.strMap(), Access: d.strs(), CreatedAt: d.time(), UpdatedAt: d.time()}
 }
 
-// appendServer appends the binary record body of s.
-func appendServer(b []byte, s *Server) []byte {
+// appendServer appends the binary record body of s in format version
+// (format 2 drops what only format 3 carries).
+func appendServer(b []byte, s *Server, version uint16) []byte {
 	b = appendStr(b, s.ID)
 	b = appendStr(b, s.Name)
 	b = appendStr(b, string(s.Status))
@@ -317,6 +319,18 @@ func appendServer(b []byte, s *Server) []byte {
 		b = appendStr(b, s.Action.Kind)
 		b = appendStr(b, s.Action.ImageRef)
 		b = appendTime(b, s.Action.RequestedAt)
+		if version >= 3 {
+			b = appendStr(b, s.Action.RequestID)
+			in := s.Action.Intent
+			b = appendBool(b, in != nil)
+			if in != nil {
+				b = appendStr(b, in.Host)
+				b = appendUint(b, in.Epoch)
+				b = appendStr(b, in.Step)
+				b = appendStr(b, in.Witness)
+				b = appendTime(b, in.At)
+			}
+		}
 	}
 	b = appendBool(b, s.Locked)
 	return appendStr(b, s.LockedReason)
@@ -370,8 +384,8 @@ func (d *decoder) claim() map[string]map[string]int64 {
 	return out
 }
 
-// decodeServer parses a body written by appendServer.
-func decodeServer(body string) (Server, error) {
+// decodeServer parses a body written by appendServer for format version.
+func decodeServer(body string, version uint16) (Server, error) {
 	d := &decoder{s: body}
 	var s Server
 	s.ID, s.Name, s.Status, s.TaskState = d.str(), d.str(), ServerStatus(d.str()), d.str()
@@ -395,6 +409,12 @@ func decodeServer(body string) (Server, error) {
 	s.ProjectID, s.UserID, s.KeyName, s.KeyData, s.UserData = d.str(), d.str(), d.str(), d.str(), d.str()
 	if d.present() {
 		s.Action = &ServerAction{Kind: d.str(), ImageRef: d.str(), RequestedAt: d.time()}
+		if version >= 3 {
+			s.Action.RequestID = d.str()
+			if d.present() {
+				s.Action.Intent = &ActionIntent{Host: d.str(), Epoch: d.uint(), Step: d.str(), Witness: d.str(), At: d.time()}
+			}
+		}
 	}
 	s.Locked, s.LockedReason = d.bool(), d.str()
 	return s, d.done("server")

@@ -115,7 +115,7 @@ func TestBinaryRecordsCarryEveryField(t *testing.T) {
 		if z := zeroFields(reflect.ValueOf(s), "Server"); len(z) > 0 {
 			t.Fatalf("fields left zero: %v", z)
 		}
-		got, err := decodeServer(string(appendServer(nil, &s)))
+		got, err := decodeServer(string(appendServer(nil, &s, SnapshotVersion)), SnapshotVersion)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestBinaryRecordsCarryEveryField(t *testing.T) {
 		var err error
 		switch v := v.(type) {
 		case Server:
-			got, err = decodeServer(string(appendServer(nil, &v)))
+			got, err = decodeServer(string(appendServer(nil, &v, SnapshotVersion)), SnapshotVersion)
 		case Node:
 			got, err = decodeNode(string(appendNode(nil, &v)))
 		}
@@ -167,7 +167,7 @@ func TestBinaryRecordsMatchJSON(t *testing.T) {
 		if err := json.Unmarshal(js, &fromJSON); err != nil {
 			t.Fatal(err)
 		}
-		fromBin, err := decodeServer(string(appendServer(nil, &fromJSON)))
+		fromBin, err := decodeServer(string(appendServer(nil, &fromJSON, SnapshotVersion)), SnapshotVersion)
 		if err != nil || !reflect.DeepEqual(fromBin, fromJSON) {
 			t.Fatalf("JSON and binary records differ:\n%+v\n%+v (%v)", fromBin, fromJSON, err)
 		}
@@ -177,13 +177,13 @@ func TestBinaryRecordsMatchJSON(t *testing.T) {
 func TestBinaryRecordsRejectMalformed(t *testing.T) {
 	var s Server
 	fillAll(t, rand.New(rand.NewPCG(5, 6)), reflect.ValueOf(&s).Elem(), "Server")
-	body := appendServer(nil, &s)
+	body := appendServer(nil, &s, SnapshotVersion)
 	for n := range len(body) {
-		if _, err := decodeServer(string(body[:n])); err == nil {
+		if _, err := decodeServer(string(body[:n]), SnapshotVersion); err == nil {
 			t.Fatalf("a server record cut at %d of %d bytes decoded", n, len(body))
 		}
 	}
-	if _, err := decodeServer(string(append(body, 0))); err == nil {
+	if _, err := decodeServer(string(append(body, 0)), SnapshotVersion); err == nil {
 		t.Fatal("a server record with a trailing byte decoded")
 	}
 	var n Node
@@ -201,21 +201,21 @@ func FuzzServerRecord(f *testing.F) {
 	for range 3 {
 		var s Server
 		fillAll(f, r, reflect.ValueOf(&s).Elem(), "Server")
-		f.Add(appendServer(nil, &s))
+		f.Add(appendServer(nil, &s, SnapshotVersion))
 	}
-	f.Add(appendServer(nil, &Server{ID: "s1"}))
+	f.Add(appendServer(nil, &Server{ID: "s1"}, SnapshotVersion))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		s, err := decodeServer(string(body))
+		s, err := decodeServer(string(body), SnapshotVersion)
 		if err != nil {
 			return
 		}
 		// What decodes encodes stably, and back to an equal server.
-		enc := appendServer(nil, &s)
-		s2, err := decodeServer(string(enc))
+		enc := appendServer(nil, &s, SnapshotVersion)
+		s2, err := decodeServer(string(enc), SnapshotVersion)
 		if err != nil {
 			t.Fatalf("re-decoding %q: %v", enc, err)
 		}
-		if !bytes.Equal(appendServer(nil, &s2), enc) {
+		if !bytes.Equal(appendServer(nil, &s2, SnapshotVersion), enc) {
 			t.Fatalf("encoding of %q is not stable", body)
 		}
 	})

@@ -19,9 +19,10 @@ func init() {
 
 func writeServerBinary(st *state, emit func(body []byte) error) error {
 	var b []byte
+	v := st.snapshotVersion()
 	for _, id := range sortedIDs(st.servers) {
 		s := st.servers[id]
-		b = appendServer(b[:0], &s)
+		b = appendServer(b[:0], &s, v)
 		if err := emit(b); err != nil {
 			return err
 		}
@@ -30,7 +31,7 @@ func writeServerBinary(st *state, emit func(body []byte) error) error {
 }
 
 func loadServerBinary(st *state, body []byte) error {
-	s, err := decodeServer(string(body))
+	s, err := decodeServer(string(body), st.loadVersion)
 	if err != nil {
 		return err
 	}

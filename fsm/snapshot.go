@@ -23,13 +23,19 @@ import (
 // big record kinds — servers, nodes (snapcodec.go) and the placement
 // store (placement.Store.EncodeRecords) — in a hand-written binary
 // encoding, keeps JSON for the small ones (hosts, flavors, key pairs), and
-// adds RecordSettings. This peer reads both versions.
+// adds RecordSettings. Version 3 adds to a server's action the request
+// id and the owner's intent (fsm/action_intent.go); it is written only
+// while some server's action holds them, which only commands that every
+// live peer knows can write, and version 2 otherwise. This peer reads
+// all three versions.
 const (
 	SnapshotMagic   = "CORRALSN"
-	SnapshotVersion = 2
+	SnapshotVersion = 3
 
 	// snapshotVersionJSON is the first format: JSON bodies only.
 	snapshotVersionJSON = 1
+	// snapshotVersionBinary is the first format with binary records.
+	snapshotVersionBinary = 2
 
 	// MaxRecordSize bounds one record's body, so that a corrupt length
 	// cannot make Restore allocate without limit.
@@ -125,11 +131,11 @@ func (sn *Snapshot) Index() uint64 { return sn.index }
 func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 64<<10)
-	servers, nodes := len(sn.st.servers), len(sn.st.nodes)
+	servers, nodes, version := len(sn.st.servers), len(sn.st.nodes), sn.st.snapshotVersion()
 	if sn.st.frozen != nil {
-		servers, nodes = sn.st.sizes[0], sn.st.sizes[1]
+		servers, nodes, version = sn.st.sizes[0], sn.st.sizes[1], sn.st.version
 	}
-	if err := writeHeader(bw, sn.index, servers, nodes); err != nil {
+	if err := writeHeader(bw, version, sn.index, servers, nodes); err != nil {
 		return cw.n, err
 	}
 	if err := writeRecords(bw, sn.st); err != nil {
@@ -142,10 +148,10 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 // writeHeader writes the stream header: magic, format version, applied
 // index, then (version 2 on) the number of servers and of nodes, which
 // a restore uses to size its maps.
-func writeHeader(w *bufio.Writer, index uint64, servers, nodes int) error {
+func writeHeader(w *bufio.Writer, version uint16, index uint64, servers, nodes int) error {
 	hdr := make([]byte, 0, len(SnapshotMagic)+2+3*binary.MaxVarintLen64)
 	hdr = append(hdr, SnapshotMagic...)
-	hdr = binary.BigEndian.AppendUint16(hdr, SnapshotVersion)
+	hdr = binary.BigEndian.AppendUint16(hdr, version)
 	hdr = binary.AppendUvarint(hdr, index)
 	hdr = binary.AppendUvarint(hdr, uint64(servers))
 	hdr = binary.AppendUvarint(hdr, uint64(nodes))
@@ -234,6 +240,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, fmt.Errorf("%w: snapshot applied index: %w", ErrInvalid, truncated(err))
 	}
 	st := newState()
+	st.loadVersion = version
 	if version > snapshotVersionJSON {
 		servers, err := binary.ReadUvarint(br)
 		if err != nil {

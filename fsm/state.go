@@ -36,6 +36,10 @@ type state struct {
 	// possibly nodes whose conflict cleared since the last node sync
 	// (index, kept by applySyncNodes, rebuilt on restore; see node.go).
 	conflicted map[string]struct{}
+	// format3 counts the servers whose action holds what snapshot format
+	// 2 cannot carry (index, kept by putServer and removeServer): while it
+	// is zero, snapshots are written in format 2, which older peers read.
+	format3 int
 
 	// frozen, set only in a snapshot copy (clone), holds the framed
 	// records of the binary record types as they were encoded under the
@@ -46,6 +50,9 @@ type state struct {
 	sizes [2]int
 	// placementDec decodes the binary placement records of a restore.
 	placementDec *placement.Decoder
+	// version is the snapshot format of a snapshot copy (set with
+	// frozen); loadVersion the format of the snapshot being restored.
+	version, loadVersion uint16
 
 	// index is the log index of the entry being applied (not part of
 	// snapshots): Apply records it where state remembers "when".
@@ -84,6 +91,7 @@ func (st *state) clone() *state {
 		c.flavors[id] = cloneFlavor(f)
 	}
 	c.sizes = [2]int{len(st.servers), len(st.nodes)}
+	c.version = st.snapshotVersion()
 	types := slices.Sorted(maps.Keys(binRecords))
 	frozen := make([][][]byte, len(types))
 	var wg sync.WaitGroup
@@ -96,6 +104,15 @@ func (st *state) clone() *state {
 		c.frozen[t] = frozen[i]
 	}
 	return c
+}
+
+// snapshotVersion is the format st is written in: the oldest that holds
+// all of it.
+func (st *state) snapshotVersion() uint16 {
+	if st.format3 > 0 {
+		return SnapshotVersion
+	}
+	return snapshotVersionBinary
 }
 
 // captureRecords returns the framed records of type t in chunks of about

@@ -88,6 +88,7 @@ func serviceClient(ctx context.Context, opts Options) (*gophercloud.ServiceClien
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: NewTransport()}
 	}
+	opts.HTTPClient = withRequestIDs(opts.HTTPClient)
 	if a.Type != AuthPassword {
 		root, err := rootURL(opts.URL)
 		if err != nil {

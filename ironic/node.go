@@ -31,9 +31,10 @@ type Node struct {
 	// display_name, capabilities, traits, ...).
 	InstanceInfo map[string]string
 	// CreatedAt and UpdatedAt are Ironic's timestamps (its own clock). UpdatedAt is zero
-	// while the node was never changed since it was created (Ironic's null). Listings read
-	// them; GetNode leaves them zero.
-	CreatedAt, UpdatedAt time.Time
+	// while the node was never changed since it was created (Ironic's null); listings and
+	// GetNode read it, GetNode leaves CreatedAt zero. ProvisionUpdatedAt, read by GetNode,
+	// is when the provision state last changed.
+	CreatedAt, UpdatedAt, ProvisionUpdatedAt time.Time
 }
 
 // nodeFields are the fields requested for one node, with the microversion that introduced each.
@@ -44,6 +45,7 @@ var nodeFields = []struct {
 	{"uuid", 1}, {"name", 5}, {"resource_class", 21}, {"provision_state", 1}, {"target_provision_state", 1},
 	{"power_state", 1}, {"target_power_state", 1}, {"maintenance", 1}, {"properties", 1}, {"traits", 37},
 	{"instance_uuid", 1}, {"allocation_uuid", 52}, {"last_error", 1}, {"instance_info", 1},
+	{"updated_at", 1}, {"provision_updated_at", 1},
 }
 
 // nodeJSON is Ironic's node document (the fields corral reads).
@@ -64,6 +66,7 @@ type nodeJSON struct {
 	InstanceInfo         map[string]any `json:"instance_info"`
 	CreatedAt            *string        `json:"created_at"`
 	UpdatedAt            *string        `json:"updated_at"`
+	ProvisionUpdatedAt   *string        `json:"provision_updated_at"`
 }
 
 func (j *nodeJSON) node() Node {
@@ -78,7 +81,7 @@ func (j *nodeJSON) node() Node {
 	if n.Traits == nil {
 		n.Traits = []string{}
 	}
-	n.CreatedAt, n.UpdatedAt = parseTime(j.CreatedAt), parseTime(j.UpdatedAt)
+	n.CreatedAt, n.UpdatedAt, n.ProvisionUpdatedAt = parseTime(j.CreatedAt), parseTime(j.UpdatedAt), parseTime(j.ProvisionUpdatedAt)
 	switch caps := j.Properties["capabilities"].(type) {
 	case map[string]any:
 		n.Capabilities = stringifyMap(caps)

@@ -80,13 +80,20 @@ func TestStopFinishesOnNewOwnerAfterFailover(t *testing.T) {
 		s = w.waitStatus(w.boot("gold"), fsm.StatusActive)
 	}
 	victim := s.Host
+	// The simulator leaves a deployed node off, and a stop of a node
+	// already off sends nothing: power it on first.
+	s = w.act(s.ID, fsm.ActionRebootHard, "", fsm.StatusActive)
+	if got := w.simNode(s.NodeUUID).PowerState; got != "power on" {
+		t.Fatalf("after a hard reboot the node is %q", got)
+	}
+	before := w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power")
 	if err := w.propose(&fsm.RequestServerAction{ID: s.ID, Kind: fsm.ActionStop}); err != nil {
 		t.Fatal(err)
 	}
 	// Wait until the owner asked Ironic, then kill it mid-transition.
 	clustertest.Eventually(t, 10*time.Second, func() error {
 		for _, n := range w.sim.Nodes() {
-			if n.UUID == s.NodeUUID && w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power") > 0 {
+			if n.UUID == s.NodeUUID && w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power") > before {
 				return nil
 			}
 		}

@@ -24,7 +24,7 @@ func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) err
 	var err error
 	spawning := false // the intent to deploy is committed, at this epoch, by this attempt
 	if s.NodeUUID == "" {
-		if err = h.SetTask(ctx, s, "", fsm.TaskReserving, nil); err != nil {
+		if err = h.Intent(ctx, s, fsm.TaskReserving); err != nil {
 			return err
 		}
 		// The reservation's entry carries the intent to deploy when every
@@ -40,7 +40,7 @@ func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) err
 	// spawning: a host restarted or resumed with a stale replica is fenced
 	// here, before it deploys anything.
 	if !spawning {
-		if err = h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
+		if err = h.Intent(ctx, s, fsm.TaskSpawning); err != nil {
 			return err
 		}
 	}

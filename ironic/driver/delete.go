@@ -78,7 +78,7 @@ func (d *Driver) undeploy(ctx context.Context, h *compute.Handle, s fsm.Server) 
 			// The wait may have outlived our ownership, and a host that was
 			// frozen or cut off meanwhile cannot tell from its own replica:
 			// commit the intent again, at our epoch, before the next side effect.
-			if err := h.SetTask(ctx, s, "", fsm.TaskDeleting, nil); err != nil {
+			if err := h.Intent(ctx, s, fsm.TaskDeleting); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -46,8 +47,24 @@ func newWorldWith(t *testing.T, peers int, reservation string, opts sim.Options,
 // configuration given.
 func newWorldCfg(t *testing.T, peers int, opts sim.Options, wrap func(driver.Ironic) driver.Ironic, dcfg driver.Config, ccfg compute.Config) *world {
 	t.Helper()
+	return buildWorld(t, peers, opts, wrap, dcfg, ccfg, nil)
+}
+
+// newWorldFront is newWorld (automatic reservation) whose simulator is
+// reached through front, which may watch every request.
+func newWorldFront(t *testing.T, peers int, opts sim.Options, front func(http.Handler) http.Handler) *world {
+	t.Helper()
+	return buildWorld(t, peers, opts, nil, driver.Config{Reservation: driver.ReserveAuto, DeployTimeout: 20 * time.Second}, compute.Config{}, front)
+}
+
+func buildWorld(t *testing.T, peers int, opts sim.Options, wrap func(driver.Ironic) driver.Ironic, dcfg driver.Config, ccfg compute.Config, front func(http.Handler) http.Handler) *world {
+	t.Helper()
 	s := sim.New(opts)
-	ts := httptest.NewServer(s)
+	var handler http.Handler = s
+	if front != nil {
+		handler = front(s)
+	}
+	ts := httptest.NewServer(handler)
 	t.Cleanup(func() { ts.Close(); s.Close() })
 	w := &world{t: t, sim: s, url: ts.URL, drivers: map[string]context.CancelFunc{}, done: map[string]chan struct{}{}}
 	w.h = clustertest.Start(t, peers, clustertest.Options{})
@@ -61,7 +78,7 @@ func newWorldCfg(t *testing.T, peers int, opts sim.Options, wrap func(driver.Iro
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		w.drivers[p.Name], w.done[p.Name] = cancel, done
-		c, err := ironic.New(ctx, ironic.Options{URL: ts.URL})
+		c, err := ironic.New(ctx, ironic.Options{URL: ts.URL, UserAgent: "corral-host/" + p.Name})
 		if err != nil {
 			t.Fatal(err)
 		}

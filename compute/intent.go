@@ -1,0 +1,133 @@
+package compute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral/fsm"
+)
+
+// ErrIntent means the intent of a side effect was not committed at the
+// owner's epoch (refused as stale, or no answer from the leader): the side
+// effect was not taken, and the worker stops. The manager starts a new
+// worker for the server later, which reads the log and the backend again;
+// the side effect itself is never retried blindly.
+var ErrIntent = errors.New("the intent was not committed; the side effect was not taken")
+
+// IntentLease bounds how long after proposing an action's intent the owner
+// may still send its side effect: a commit slower than that, or a host
+// paused between the commit and the request, sends nothing, and the next
+// attempt commits a new intent. Whoever resumes an action under an intent
+// it did not commit itself (a new owner after a failover, this host after
+// a restart) waits until the intent's lease is over plus intentMargin
+// before it reads the backend to tell whether the side effect was taken.
+// The wait counts from when the resumer first saw itself own the server,
+// which is after the plan that moved it and so after the intent was
+// proposed: once it is over, the old owner can no longer send.
+const (
+	IntentLease  = 3 * time.Second
+	intentMargin = 3 * time.Second
+)
+
+// Lease is how long the side effect of a committed intent may still be
+// sent.
+type Lease struct{ Deadline time.Time }
+
+// Context returns ctx ending at the lease's deadline: a request to the
+// backend made with it is not sent once the lease is over.
+func (l Lease) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(ctx, l.Deadline)
+}
+
+// intentMark is the last intent this manager proposed for a server.
+type intentMark struct {
+	epoch    uint64
+	asked    time.Time // the action's RequestedAt
+	step     string
+	deadline time.Time
+}
+
+// BeginAction commits, at s's owner epoch, the intent to take the side
+// effect step of s's action, with witness (what the backend shows of the
+// server right now: when it shows something else, the side effect was
+// taken). It returns the lease within which the side effect may be sent,
+// or an error wrapping ErrIntent (and fsm.ErrFenced when the host lost the
+// server), after which the caller must not send it.
+func (h *Handle) BeginAction(ctx context.Context, s fsm.Server, step, witness string) (Lease, error) {
+	m := h.m
+	if s.Action == nil {
+		return Lease{}, fmt.Errorf("%w: server %s has no action in progress", ErrIntent, s.ID)
+	}
+	if k, ok := m.c.(commandKnower); ok && !k.CommandKnown(fsm.CmdStartServerAction) {
+		return Lease{}, fmt.Errorf("%w: not every live peer knows %s yet; the %s of server %s waits until every peer is upgraded",
+			ErrIntent, fsm.CmdStartServerAction, s.Action.Kind, s.ID)
+	}
+	sent := time.Now()
+	deadline := sent.Add(IntentLease)
+	m.mu.Lock()
+	// Marked before the proposal: an intent whose commit this host never
+	// hears of may still be in the log, with this lease.
+	m.intents[s.ID] = intentMark{epoch: s.Epoch, asked: s.Action.RequestedAt, step: step, deadline: deadline}
+	m.mu.Unlock()
+	err := h.Commit(ctx, &fsm.StartServerAction{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: s.Action.Kind,
+		RequestedAt: s.Action.RequestedAt, Step: step, Witness: witness})
+	if err != nil {
+		return Lease{}, fmt.Errorf("%w: %s of server %s at epoch %d: %w", ErrIntent, step, s.ID, s.Epoch, err)
+	}
+	if took := time.Since(sent); took >= IntentLease {
+		return Lease{}, fmt.Errorf("%w: the intent to %s server %s took %s to commit, longer than the %s lease",
+			ErrIntent, step, s.ID, took.Round(time.Millisecond), IntentLease)
+	}
+	return Lease{Deadline: deadline}, nil
+}
+
+// AwaitIntent blocks until the side effect of s's last intent can no
+// longer be sent by whoever committed it: its lease is over, by this
+// host's count when this manager proposed it, else counted from when this
+// manager first saw itself own s at its epoch.
+func (h *Handle) AwaitIntent(ctx context.Context, s fsm.Server) error {
+	if s.Action == nil || s.Action.Intent == nil {
+		return nil
+	}
+	until := h.m.intentSettles(s)
+	if wait := time.Until(until); wait > 0 {
+		h.m.log.Info("waiting for the lease of an earlier intent to end before reading the backend", "server", s.ID,
+			"step", s.Action.Intent.Step, "intent_host", s.Action.Intent.Host, "intent_epoch", s.Action.Intent.Epoch, "wait", wait.Round(time.Millisecond))
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// intentSettles is when s's last intent can no longer be acted on.
+func (m *Manager) intentSettles(s fsm.Server) time.Time {
+	in := s.Action.Intent
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mk, ok := m.intents[s.ID]; ok && in.Host == m.c.Name() && in.Epoch == mk.epoch && in.Step == mk.step &&
+		s.Action.RequestedAt.Equal(mk.asked) {
+		return mk.deadline.Add(intentMargin)
+	}
+	seen, ok := m.seen[s.ID]
+	if !ok || seen.epoch != s.Epoch {
+		return time.Now().Add(IntentLease + intentMargin)
+	}
+	return seen.at.Add(IntentLease + intentMargin)
+}
+
+// Intent commits the task state of a build or delete step at s's epoch
+// (spawning, deleting, ...) before its side effects: an error wraps
+// ErrIntent, and the caller takes none of them.
+func (h *Handle) Intent(ctx context.Context, s fsm.Server, task string) error {
+	if err := h.SetTask(ctx, s, "", task, nil); err != nil {
+		return fmt.Errorf("%w: %s of server %s at epoch %d: %w", ErrIntent, task, s.ID, s.Epoch, err)
+	}
+	return nil
+}
