@@ -49,7 +49,7 @@ func TestNemesisInjectsAndHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := nemesisOn(t, cl, "pause")
-	name, detail, heal, err := n.inject(context.Background(), "pause")
+	name, detail, heal, err := n.inject(context.Background(), "pause", "", nil)
 	if err != nil {
 		t.Fatalf("%s %s: %v", name, detail, err)
 	}
@@ -78,7 +78,7 @@ func TestNemesisRecordsFaultsThatDidNotHappen(t *testing.T) {
 	cl := sleepers(t) // never started
 	for _, family := range []string{"kill", "pause", "restart", "wipe"} {
 		n := nemesisOn(t, cl, family)
-		_, _, _, err := n.inject(context.Background(), family)
+		_, _, _, err := n.inject(context.Background(), family, "", nil)
 		if err == nil || !strings.Contains(err.Error(), "not running") {
 			t.Errorf("%s of a stopped agent: error %v, want one saying it is not running", family, err)
 		}
