@@ -69,6 +69,7 @@ type ActionResult struct {
 	Unsettled    int                       `json:"unsettled"`                   // accepted, but deleted meanwhile or the end not seen
 	Deleted      int                       `json:"deleted_meanwhile"`           // of those: the server was deleted
 	EndedOther   int                       `json:"ended_in_error"`              // accepted, and the server ended it in ERROR
+	CutOff       int                       `json:"cut_off_side_effects"`        // side effects an agent took while a partition cut it off from the majority
 	Nodes        map[string]*NodeRebuilds  `json:"rebuilds_per_node,omitempty"`
 	Counts       map[string]int            `json:"anomaly_counts,omitempty"`
 	Anomalies    []Anomaly                 `json:"anomalies,omitempty"`
@@ -204,7 +205,7 @@ func (x attributed) String() string {
 //
 // Side effects with no request id that no action can explain, and request
 // ids the history does not hold, are counted and listed, not failed.
-func CheckActions(ix *histIndex, log EffectLog, fs FinalState) ActionResult {
+func CheckActions(ix *histIndex, log EffectLog, fs FinalState, windows []Window) ActionResult {
 	r := ActionResult{Valid: true, ByKind: map[string]map[string]int{}, Nodes: map[string]*NodeRebuilds{}}
 	if log.Error != "" {
 		r.add("unreadable", "", "%s", log.Error)
@@ -230,7 +231,60 @@ func CheckActions(ix *histIndex, log EffectLog, fs FinalState) ActionResult {
 			delete(r.Nodes, n)
 		}
 	}
+	r.cutOff(log, windows)
 	return r
+}
+
+// cutOff counts, for each partition, the side effects the agents on its
+// small side took while it held: Ironic stays reachable from a peer cut
+// off from the others, as the defect this workload looks for needs.
+func (r *ActionResult) cutOff(log EffectLog, windows []Window) {
+	for i, w := range windows {
+		small := minoritySide(w)
+		if len(small) == 0 || w.Error != "" {
+			continue
+		}
+		n := 0
+		for _, e := range log.SideEffects {
+			if e.At >= w.Start && e.At <= w.End && small[agentOf(e.UserAgent)] {
+				n++
+			}
+		}
+		r.CutOff += n
+		r.note("fault %d, %s %s: %d side effects in Ironic by the agents cut off (%s)", i+1, w.Name, w.Detail, n,
+			strings.Join(sortedKeys(small), ","))
+	}
+}
+
+// minoritySide is the first side of an isolate-one or majority-minority
+// partition ("{n5,n2} | {n1,n3,n4} ..."), the side cut off from the
+// majority; nil for other windows.
+func minoritySide(w Window) map[string]bool {
+	if w.Name != "partition-isolate-one" && w.Name != "partition-majority-minority" {
+		return nil
+	}
+	open, end := strings.Index(w.Detail, "{"), strings.Index(w.Detail, "}")
+	if open < 0 || end < open {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, a := range strings.Split(w.Detail[open+1:end], ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out[a] = true
+		}
+	}
+	return out
+}
+
+// agentOf is the agent a corral User-Agent names ("corral-host/n3 corral
+// gophercloud/..." is n3).
+func agentOf(ua string) string {
+	for _, f := range strings.Fields(ua) {
+		if name, ok := strings.CutPrefix(f, "corral-host/"); ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // collectActions indexes the history's actions by request id.
@@ -513,9 +567,9 @@ func (tl *timeline) endOf(a *action, final map[string]ServerState) (string, stri
 
 // actionSummary is the one-line account of the actions checker.
 func actionSummary(r *ActionResult) string {
-	return fmt.Sprintf("%d actions (%d accepted, %d refused, %d unknown); %d power and rebuild side effects in Ironic (%d with our request id, %d by node and time, %d unexplained); %d requests carried out more than once (%d extra side effects); %d held to exactly one (%d stops/starts with nothing to do), %d ended in ERROR, %d not settled (%d deleted meanwhile)",
+	return fmt.Sprintf("%d actions (%d accepted, %d refused, %d unknown); %d power and rebuild side effects in Ironic (%d with our request id, %d by node and time, %d unexplained); %d requests carried out more than once (%d extra side effects); %d held to exactly one (%d stops/starts with nothing to do), %d ended in ERROR, %d not settled (%d deleted meanwhile); %d side effects by agents cut off by a partition",
 		r.Actions, r.Accepted, r.Refused, r.Unknown, r.SideEffects, r.WithID, r.ByWindow, r.Unattributed+r.UnknownIDs,
-		r.Duplicated, r.Extra, r.Checked, r.NoopAlready, r.EndedOther, r.Unsettled, r.Deleted)
+		r.Duplicated, r.Extra, r.Checked, r.NoopAlready, r.EndedOther, r.Unsettled, r.Deleted, r.CutOff)
 }
 
 // readEffects loads side_effects.json.

@@ -10,10 +10,11 @@ import (
 // owned by n1) takes actions; the simulator's log holds its deploy and
 // whatever each test adds.
 type actRun struct {
-	h   *hist
-	log EffectLog
-	fs  FinalState
-	seq int64
+	h       *hist
+	log     EffectLog
+	fs      FinalState
+	windows []Window
+	seq     int64
 }
 
 const (
@@ -61,7 +62,7 @@ func (r *actRun) effect(kind, target, rid, ua string) {
 }
 
 func (r *actRun) check() ActionResult {
-	return CheckActions(indexHistory(r.h.ops), r.log, r.fs)
+	return CheckActions(indexHistory(r.h.ops), r.log, r.fs, r.windows)
 }
 
 func wantAction(t *testing.T, res ActionResult, kind string) Anomaly {
@@ -260,5 +261,27 @@ func TestLinearizabilityWithActions(t *testing.T) {
 	r.readB(1, "BUILD", "")
 	if l := lin(t, r.h.ops); l.Valid {
 		t.Fatal("back to BUILD after actions passed")
+	}
+}
+
+// The side effects of an owner cut off by a partition are counted: Ironic
+// must stay reachable from it for the workload to test anything.
+func TestActionsCountSideEffectsOfCutOffAgents(t *testing.T) {
+	r := newActRun()
+	start := r.h.t
+	rid := r.act(2, ActRebootHard, OK, 202)
+	r.effect("power", "rebooting", rid, uaN1)
+	r.readB(2, "ACTIVE", "")
+	r.windows = []Window{
+		{Name: "partition-isolate-one", Detail: "{n1} | {n2,n3,n4,n5} (owner of b)", Start: start, End: r.h.t},
+		{Name: "partition-majority-minority", Detail: "{n4,n5} | {n1,n2,n3}", Start: start, End: r.h.t},
+		{Name: "kill", Detail: "n1", Start: start, End: r.h.t},
+	}
+	res := r.check()
+	if !res.Valid || res.CutOff != 1 || len(res.Notes) != 2 {
+		t.Fatalf("cut off %d, notes %q", res.CutOff, res.Notes)
+	}
+	if agentOf(uaN4) != "n4" || agentOf("curl/8") != "" {
+		t.Fatal("agentOf")
 	}
 }

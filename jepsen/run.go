@@ -364,7 +364,7 @@ func checkAll(ops []Op, fs FinalState, windows []Window, waves []Wave, effects E
 		v.Valid = v.Valid && m.Valid
 	}
 	if run.Workload == WorkloadActions {
-		a := CheckActions(ix, effects, fs)
+		a := CheckActions(ix, effects, fs, windows)
 		v.Actions = &a
 		v.Valid = v.Valid && a.Valid
 	}
