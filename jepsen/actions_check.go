@@ -59,17 +59,18 @@ type ActionResult struct {
 	ByKind       map[string]map[string]int `json:"by_kind"`      // kind → ok, fail, info
 	SideEffects  int                       `json:"side_effects"` // power changes and rebuilds in the log
 	WithID       int                       `json:"with_request_id"`
-	ByWindow     int                       `json:"attributed_by_node_and_time"` // no request id: given to an action by node, kind and time
-	Unattributed int                       `json:"unattributed"`                // no request id, and no action it could be
-	UnknownIDs   int                       `json:"unknown_request_ids"`         // a request id the history does not hold
-	Duplicated   int                       `json:"duplicated_requests"`         // requests with more than one side effect
-	Extra        int                       `json:"extra_side_effects"`          // side effects beyond the first of each request
-	Checked      int                       `json:"checked_exactly_once"`        // accepted, ended ACTIVE or SHUTOFF, not deleted
-	NoopAlready  int                       `json:"already_in_power_state"`      // of those: a stop or start with nothing to do
-	Unsettled    int                       `json:"unsettled"`                   // accepted, but deleted meanwhile or the end not seen
-	Deleted      int                       `json:"deleted_meanwhile"`           // of those: the server was deleted
-	EndedOther   int                       `json:"ended_in_error"`              // accepted, and the server ended it in ERROR
-	CutOff       int                       `json:"cut_off_side_effects"`        // side effects an agent took while a partition cut it off from the majority
+	ByWindow     int                       `json:"attributed_by_node_and_time"`  // no request id: given to an action by node, kind and time
+	Unattributed int                       `json:"unattributed"`                 // no request id, and no action it could be
+	UnknownIDs   int                       `json:"unknown_request_ids"`          // a request id the history does not hold
+	Duplicated   int                       `json:"duplicated_requests"`          // requests with more than one side effect
+	Extra        int                       `json:"extra_side_effects"`           // side effects beyond the first of each request
+	Checked      int                       `json:"checked_exactly_once"`         // accepted, ended ACTIVE or SHUTOFF, not deleted
+	NoopAlready  int                       `json:"already_in_power_state"`       // of those: a stop or start with nothing to do
+	Unsettled    int                       `json:"unsettled"`                    // accepted, but deleted meanwhile or the end not seen
+	Deleted      int                       `json:"deleted_meanwhile"`            // of those: the server was deleted
+	EndedOther   int                       `json:"ended_in_error"`               // accepted, and the server ended it in ERROR
+	CutOff       int                       `json:"cut_off_side_effects"`         // side effects an agent took while a partition cut it off from the majority
+	NoID         map[string]int            `json:"without_request_id,omitempty"` // power changes and rebuilds without a request id, by agent
 	Nodes        map[string]*NodeRebuilds  `json:"rebuilds_per_node,omitempty"`
 	Counts       map[string]int            `json:"anomaly_counts,omitempty"`
 	Anomalies    []Anomaly                 `json:"anomalies,omitempty"`
@@ -217,6 +218,7 @@ func CheckActions(ix *histIndex, log EffectLog, fs FinalState, windows []Window)
 	if r.Accepted == 0 {
 		r.add("nothing-acted", "", "no server action was accepted: the run tested no action")
 	}
+	r.cutOff(log, windows)
 	r.attribute(log, acts, byRID)
 	tl := newTimeline(ix)
 	final := map[string]ServerState{}
@@ -231,7 +233,6 @@ func CheckActions(ix *histIndex, log EffectLog, fs FinalState, windows []Window)
 			delete(r.Nodes, n)
 		}
 	}
-	r.cutOff(log, windows)
 	return r
 }
 
@@ -353,6 +354,12 @@ func (r *ActionResult) attribute(log EffectLog, acts []*action, byRID map[string
 			continue // deploys, undeploys, VIFs of boots and deletes
 		}
 		r.SideEffects++
+		if e.RequestID == "" {
+			if r.NoID == nil {
+				r.NoID = map[string]int{}
+			}
+			r.NoID[orNone(agentOf(e.UserAgent))]++
+		}
 		if e.RequestID != "" {
 			r.UnknownIDs++
 			r.note("%s carries request id %s, which no action of the history sent", attributed{e: e, byID: true}, e.RequestID)

@@ -64,6 +64,14 @@ func writeActions(w func(string, ...any), a *ActionResult) {
 	}
 	w("")
 	w("Rebuilds: %d nodes rebuilt; %d of them re-imaged twice for one request (%d requests).", len(a.Nodes), nodes, twice)
+	if len(a.NoID) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(a.NoID) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, a.NoID[k]))
+		}
+		w("")
+		w("Power changes and rebuilds Ironic took without a request id, by agent: %s.", strings.Join(parts, ", "))
+	}
 	if len(a.Anomalies) > 0 {
 		w("")
 		w("### Anomalies")

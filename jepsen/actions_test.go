@@ -147,6 +147,9 @@ func TestActionsDuplicateWithoutRequestIDs(t *testing.T) {
 	if !strings.Contains(an.Detail, "by node, kind and time") {
 		t.Fatalf("detail: %s", an.Detail)
 	}
+	if res := r.check(); res.NoID["n1"] != 1 || res.NoID["n4"] != 1 {
+		t.Fatalf("without request id: %v", res.NoID)
+	}
 
 	// A soft reboot is one soft rebooting or one rebooting, not both.
 	r = newActRun()
