@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build run test test-short vet bench bench-failover bench-auth bench-boot bench-mass-boot bench-migrate bench-scale bench-accept bench-scale-agents bench-snapshot bench-failover-scale bench-api-writes jepsen-quick jepsen jepsen-massboot ironic-up ironic-down clean
+.PHONY: all build run test test-short vet bench bench-failover bench-auth bench-boot bench-mass-boot bench-migrate bench-scale bench-accept bench-scale-agents bench-snapshot bench-failover-scale bench-api-writes jepsen-quick jepsen jepsen-massboot jepsen-actions ironic-up ironic-down clean
 
 all: build
 
@@ -128,6 +128,14 @@ jepsen:
 # node stayed free. About 2-3 minutes.
 jepsen-massboot:
 	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -workload massboot -waves 3 -nemesis kill,partition $(JEPSEN_FLAGS)
+
+# Server actions under faults: stop, start, reboot and rebuild of live
+# servers (the simulator's rebuilds take 3 s, power changes 2 s) while the
+# owners of servers with an action just accepted are killed, paused and cut
+# off from the other peers; each action's request id must reach Ironic's
+# side effects once (the simulator's side-effect log). About 3-4 minutes.
+jepsen-actions:
+	cd jepsen && $(GO) test -count=1 ./... && $(GO) run . -workload actions -duration 120s -nemesis kill,pause,partition $(JEPSEN_FLAGS)
 
 ironic-up:
 	@scripts/ironic-up.sh

@@ -35,15 +35,23 @@ type AvailResult struct {
 	FinalError     string        `json:"final_error,omitempty"`
 }
 
-func isWrite(f string) bool { return f == FBoot || f == FDelete }
+func isWrite(f string) bool { return f == FBoot || f == FDelete || f == FAction }
 
-// succeeded: the operation did what was asked (a read that found nothing
-// and a delete of an unknown server are answers, not failures).
+// succeeded: the operation did what was asked (a read that found nothing,
+// a delete of an unknown server and an action refused for the server's
+// state are answers, not failures).
 func succeeded(p Pair) bool {
 	if p.Type() == OK {
 		return true
 	}
-	return p.Invoke.F == FDelete && p.Complete != nil && p.Complete.Value.NotFound
+	c := p.Complete
+	switch p.Invoke.F {
+	case FDelete:
+		return c != nil && c.Value.NotFound
+	case FAction:
+		return c != nil && (c.Value.NotFound || c.Code == 409)
+	}
+	return false
 }
 
 func stats(name string, pairs []Pair, in func(Pair) bool) WindowStats {

@@ -127,7 +127,8 @@ func (pr *Probe) Recover(ctx context.Context, timeout time.Duration) (time.Durat
 	}
 }
 
-// Quiesce waits until no server is building or being deleted.
+// Quiesce waits until no server is building, being deleted or in a
+// server action.
 func (pr *Probe) Quiesce(ctx context.Context, timeout time.Duration) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -139,7 +140,7 @@ func (pr *Probe) Quiesce(ctx context.Context, timeout time.Duration) (bool, stri
 		if err == nil {
 			busy := 0
 			for _, s := range servers {
-				if s.Status == "BUILD" || s.Deleting() {
+				if s.Status == "BUILD" || s.Deleting() || s.Acting() {
 					busy++
 				}
 			}

@@ -35,10 +35,11 @@ func NewCorral(token string, tlsConf *tls.Config) *Corral {
 // when no status came, the transport error and whether the request
 // certainly never reached the server.
 type Outcome struct {
-	Code    int
-	Err     error
-	NotSent bool // the connection could not even be opened
-	Body    []byte
+	Code      int
+	Err       error
+	NotSent   bool // the connection could not even be opened
+	Body      []byte
+	RequestID string // the X-OpenStack-Request-Id of the answer
 }
 
 // Definite reports whether a write with this outcome certainly did not
@@ -74,6 +75,11 @@ func (o Outcome) String() string {
 
 // Do sends one request to base+path with a JSON body (nil for none).
 func (c *Corral) Do(ctx context.Context, method, base, path string, body any) Outcome {
+	return c.DoWith(ctx, method, base, path, body, nil)
+}
+
+// DoWith is Do with extra request headers.
+func (c *Corral) DoWith(ctx context.Context, method, base, path string, body any, hdr http.Header) Outcome {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -91,6 +97,11 @@ func (c *Corral) Do(ctx context.Context, method, base, path string, body any) Ou
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		var op *net.OpError
@@ -98,12 +109,13 @@ func (c *Corral) Do(ctx context.Context, method, base, path string, body any) Ou
 		return Outcome{Err: err, NotSent: notSent}
 	}
 	defer resp.Body.Close()
+	rid := resp.Header.Get("X-OpenStack-Request-Id")
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
 		// The status came, so the server decided; the body is lost.
-		return Outcome{Code: resp.StatusCode, Err: err}
+		return Outcome{Code: resp.StatusCode, Err: err, RequestID: rid}
 	}
-	return Outcome{Code: resp.StatusCode, Body: b}
+	return Outcome{Code: resp.StatusCode, Body: b, RequestID: rid}
 }
 
 // GetJSON reads base+path into out; any status other than 200 is an error.

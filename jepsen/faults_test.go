@@ -153,7 +153,7 @@ func TestFeltWindowIsNoWarning(t *testing.T) {
 func TestDataRaceFailsTheRun(t *testing.T) {
 	h := cleanHistory()
 	races := map[string][]string{"n2": {"WARNING: DATA RACE\nWrite at 0x00c by goroutine 9:\n  corral/cluster.(*Node).f()\n"}}
-	v := checkAll(h.ops, cleanFinal(), nil, nil, time.Second, "", "", races, "", RunInfo{Started: "test"}, 10*time.Second)
+	v := checkAll(h.ops, cleanFinal(), nil, nil, EffectLog{}, time.Second, "", "", races, "", RunInfo{Started: "test"}, 10*time.Second)
 	if v.Valid || exitCode(v) != 1 {
 		t.Fatalf("valid %v exit %d", v.Valid, exitCode(v))
 	}

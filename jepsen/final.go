@@ -176,7 +176,7 @@ func (r *FinalResult) checkOwners(fs FinalState, live map[string]ServerState) {
 	}
 	for _, id := range sortedIDs(live) {
 		s := live[id]
-		if s.Status == "BUILD" || s.Deleting() {
+		if s.Status == "BUILD" || s.Deleting() || s.Acting() {
 			r.add("stuck", id, "still %s (task %q) after the faults healed", s.Status, s.Task)
 		}
 		o, ok := fs.Owners[id]

@@ -22,8 +22,9 @@ const (
 const (
 	FBoot   = "boot"
 	FDelete = "delete"
-	FRead   = "read" // GET /servers/{id}
-	FList   = "list" // GET /servers/detail
+	FRead   = "read"   // GET /servers/{id}
+	FList   = "list"   // GET /servers/detail
+	FAction = "action" // POST /servers/{id}/action (-workload actions)
 )
 
 // Consistency levels passed in ?consistency=.
@@ -46,6 +47,20 @@ type ServerState struct {
 // Deleting reports whether a delete was requested and not yet finished.
 func (s ServerState) Deleting() bool { return s.Task == "deleting" }
 
+// Acting reports whether a server action (stop, start, reboot, rebuild)
+// was accepted and not yet finished.
+func (s ServerState) Acting() bool {
+	switch s.Task {
+	case "powering-off", "powering-on", "rebooting", "rebooting_hard", "rebuilding":
+		return true
+	}
+	switch s.Status {
+	case "REBOOT", "HARD_REBOOT", "REBUILD":
+		return true
+	}
+	return false
+}
+
 // OpValue is the value of an operation: the server it is about and, for
 // completed reads, what was seen.
 type OpValue struct {
@@ -54,6 +69,7 @@ type OpValue struct {
 	NotFound bool          `json:"not_found,omitempty"` // a read or delete answered 404
 	Server   *ServerState  `json:"server,omitempty"`    // a read's result
 	Servers  []ServerState `json:"servers,omitempty"`   // a list's result
+	Action   *ActionInfo   `json:"action,omitempty"`    // a server action: which, and its request id
 }
 
 // Op is one line of history.jsonl.
@@ -92,6 +108,9 @@ func NewRecorder(path string) (*Recorder, error) {
 	}
 	return r, nil
 }
+
+// Start is the moment the history's times count from.
+func (r *Recorder) Start() time.Time { return r.start }
 
 // Since is the time since the start of the run.
 func (r *Recorder) Since() time.Duration { return time.Since(r.start) }

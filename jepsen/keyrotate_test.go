@@ -157,7 +157,7 @@ func TestApplyKeyStepFailsWhenAPeerRefuses(t *testing.T) {
 // error, not a silent success.
 func TestKeyrotateWithoutEncryptionIsAnError(t *testing.T) {
 	n, _ := fakeCluster(t, 3, "OLD")
-	name, _, heal, err := n.inject(context.Background(), "keyrotate")
+	name, _, heal, err := n.inject(context.Background(), "keyrotate", "", nil)
 	if name != "keyrotate" || heal != nil || err == nil {
 		t.Fatalf("inject = %s, heal %v, err %v; want an error", name, heal != nil, err)
 	}

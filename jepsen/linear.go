@@ -89,6 +89,16 @@ func linOps(ix *histIndex, keep func(string) bool) map[string][]porcupine.Operat
 				o = linOutput{Kind: outPresent, Status: s.Status, Deleting: s.Deleting()}
 			}
 			add(k.Name, p, linInput{F: FRead, Index: idx}, o, ret)
+		case FAction:
+			k := ix.key(p.Invoke.Value.ID, p.Invoke.Value.Name)
+			if k == nil || p.Type() == Fail {
+				continue
+			}
+			kind := outOK
+			if p.Type() == Info {
+				kind = outUnknown
+			}
+			add(k.Name, p, linInput{F: FAction, Index: idx}, linOutput{Kind: kind}, ret)
 		case FList:
 			if c == nil || c.Type != OK || !keep(p.Invoke.Consistency) {
 				continue

@@ -59,6 +59,9 @@ type Config struct {
 	WaveSize       int
 	WaveSettle     time.Duration
 	WaveHold       time.Duration
+	ActionClients  int
+	DeployDelay    time.Duration
+	PowerDelay     time.Duration
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -93,7 +96,10 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.TLS, "tls", false, "TLS everywhere: a CA and per-peer certificates from corral tls, agents with [tls] (verify_incoming) and [gossip] encrypt, clients over HTTPS with a client certificate")
 	fs.BoolVar(&c.Keystone, "keystone", false, "agents with [auth] strategy = keystone, the workload as a Keystone member user (alice, demo-a); needs -openstack-env (skipped, with a message, without it)")
 	fs.StringVar(&c.OpenStackEnv, "openstack-env", os.Getenv("OPENSTACK_ENV"), "env file of scripts/openstack-up.sh (default $OPENSTACK_ENV), for -keystone")
-	fs.StringVar(&c.Workload, "workload", WorkloadMixed, "mixed: clients boot, delete, show and list at random; massboot: waves of -wave-size simultaneous boots, then deletes of them all")
+	fs.StringVar(&c.Workload, "workload", WorkloadMixed, "mixed: clients boot, delete, show and list at random; massboot: waves of -wave-size simultaneous boots, then deletes of them all; actions: boots and deletes plus stop, start, reboot and rebuild, faults aimed at the owners of servers with an action just accepted")
+	fs.IntVar(&c.ActionClients, "action-clients", 6, "actions: clients sending server actions (beside -clients booting, deleting, showing and listing)")
+	fs.DurationVar(&c.DeployDelay, "deploy-delay", 200*time.Millisecond, "simulator: how long a deploy, rebuild or undeploy takes (actions: 3s)")
+	fs.DurationVar(&c.PowerDelay, "power-delay", 0, "simulator: how long a power change takes (actions: 2s)")
 	fs.IntVar(&c.Waves, "waves", 3, "massboot: number of waves (the last one is left standing for the final-state check)")
 	fs.IntVar(&c.WaveSize, "wave-size", 200, "massboot: boots sent at once in each wave")
 	fs.DurationVar(&c.WaveSettle, "wave-settle", 60*time.Second, "massboot: how long a wave may take to leave BUILD, or to be deleted")
@@ -119,8 +125,28 @@ func parseFlags(args []string) (Config, error) {
 		if c.Waves < 1 || c.WaveSize < 1 {
 			return c, fmt.Errorf("-workload massboot needs -waves and -wave-size of at least 1")
 		}
+	case WorkloadActions:
+		// Servers that live long enough to be acted on, actions that take
+		// long enough to be caught by a fault, and the partitions that cut
+		// an owner off from the other peers (Ironic stays reachable).
+		defaults := map[string]func(){
+			"clients":      func() { c.Clients = 2 },
+			"max-live":     func() { c.MaxLive = 16 },
+			"duration":     func() { c.Duration = 120 * time.Second },
+			"deploy-delay": func() { c.DeployDelay = 3 * time.Second },
+			"power-delay":  func() { c.PowerDelay = 2 * time.Second },
+			"partitions":   func() { c.Partitions = "isolate-one,majority-minority" },
+		}
+		for name, set := range defaults {
+			if !c.Flag(fs, name) {
+				set()
+			}
+		}
+		if c.ActionClients < 1 {
+			return c, fmt.Errorf("-workload actions needs -action-clients of at least 1")
+		}
 	default:
-		return c, fmt.Errorf("-workload %q is unknown: use %s or %s", c.Workload, WorkloadMixed, WorkloadMassBoot)
+		return c, fmt.Errorf("-workload %q is unknown: use %s, %s or %s", c.Workload, WorkloadMixed, WorkloadMassBoot, WorkloadActions)
 	}
 	if _, err := ParseFamilies(c.Nemesis); err != nil {
 		return c, err
@@ -132,6 +158,9 @@ func parseFlags(args []string) (Config, error) {
 		c.RealIronic = true
 	} else if !c.RealIronic {
 		c.IronicURL = ""
+	}
+	if c.RealIronic && c.Workload == WorkloadActions {
+		return c, fmt.Errorf("-workload actions checks the Ironic simulator's side-effect log: it does not run with -real-ironic")
 	}
 	if c.RealIronic && c.IronicURL == "" {
 		return c, fmt.Errorf("-real-ironic needs -ironic-url or IRONIC_URL (e.g. IRONIC_URL=$(../scripts/ironic-up.sh))")
@@ -208,6 +237,13 @@ func recheck(cfg Config) int {
 			return 2
 		}
 	}
+	var effects EffectLog
+	if old.Run.Workload == WorkloadActions {
+		if effects, err = readEffects(filepath.Join(cfg.Recheck, "side_effects.json")); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return 2
+		}
+	}
 	var injected []string
 	ops, injected = applyInjections(cfg, ops)
 	run := old.Run
@@ -219,7 +255,7 @@ func recheck(cfg Config) int {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return 2
 	}
-	v := checkAll(ops, fs, windows, waves, rec, old.Availability.FinalError, old.Faults.FinalHealError, old.DataRaces, out, run, cfg.CheckTimeout)
+	v := checkAll(ops, fs, windows, waves, effects, rec, old.Availability.FinalError, old.Faults.FinalHealError, old.DataRaces, out, run, cfg.CheckTimeout)
 	if err := writeResults(out, v, ops, windows, waves, len(injected) > 0); err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return 2

@@ -108,7 +108,7 @@ func (m *MassBoot) peer(i int) *Agent { return m.Cl.Agents[i%len(m.Cl.Agents)] }
 // Run runs the waves until they are done or ctx ends.
 func (m *MassBoot) Run(ctx context.Context) {
 	m.wl = &Workload{Cl: m.Cl, API: m.API, Rec: m.Rec, Timeout: m.Timeout, Flavor: m.Flavor, Image: m.Image,
-		pool: pool{names: map[string]string{}, isLive: map[string]bool{}}}
+		pool: newPool()}
 	for n := 1; n <= m.Waves && ctx.Err() == nil; n++ {
 		w := m.wave(ctx, n, n == m.Waves)
 		m.mu.Lock()

@@ -105,7 +105,7 @@ func newMassRun() *massRun {
 
 func (m *massRun) verdict(t *testing.T) Verdict {
 	t.Helper()
-	return checkAll(m.h.ops, m.fs, nil, m.waves, time.Second, "", "", nil, t.TempDir(),
+	return checkAll(m.h.ops, m.fs, nil, m.waves, EffectLog{}, time.Second, "", "", nil, t.TempDir(),
 		RunInfo{Started: "test", Workload: WorkloadMassBoot, Nodes: 2}, 10*time.Second)
 }
 

@@ -17,7 +17,12 @@ import (
 //     stays 404 (no resurrection);
 //   - a delete answered 404 happened while the server did not exist (before
 //     its boot or after it was gone);
-//   - nothing deletes a server but a delete request.
+//   - nothing deletes a server but a delete request;
+//   - a server action answered 202 (-workload actions) was accepted while
+//     the server was live and not being deleted; from then on its status
+//     may move between ACTIVE, SHUTOFF, REBOOT, HARD_REBOOT, REBUILD and
+//     ERROR, never back to BUILD (what each action does in Ironic is the
+//     actions checker's).
 //
 // Operations whose outcome is unknown (info) may take effect at any point
 // after their invocation, or never.
@@ -36,6 +41,7 @@ var phaseNames = []string{"absent", "live", "deleting", "gone"}
 type linState struct {
 	Phase  uint8
 	Status string // last status seen ("" = not seen yet)
+	Acted  bool   // a server action was applied
 }
 
 // linInput is an operation on one server.
@@ -59,9 +65,12 @@ type linOutput struct {
 	Deleting bool
 }
 
-func statusNext(from, to string) bool {
+func statusNext(from, to string, acted bool) bool {
 	if from == "" || from == to {
 		return true
+	}
+	if acted {
+		return to != "BUILD"
 	}
 	return from == "BUILD" && (to == "ACTIVE" || to == "ERROR")
 }
@@ -95,6 +104,14 @@ func linStep(s linState, in linInput, out linOutput) (bool, linState) {
 			}
 			return true, s
 		}
+	case FAction:
+		if out.Kind == outOK && s.Phase != phaseLive {
+			return false, s // accepted while absent, deleting or gone
+		}
+		if s.Phase == phaseLive {
+			s.Acted = true // an unknown outcome may have been applied
+		}
+		return true, s
 	case FRead:
 		if out.Kind == outNotFound {
 			switch s.Phase {
@@ -117,7 +134,7 @@ func linStep(s linState, in linInput, out linOutput) (bool, linState) {
 		default:
 			return false, s // not created yet, or resurrected
 		}
-		if !statusNext(s.Status, out.Status) {
+		if !statusNext(s.Status, out.Status, s.Acted) {
 			return false, s
 		}
 		s.Status = out.Status
@@ -147,9 +164,13 @@ var serverModel = porcupine.Model{
 	},
 	DescribeState: func(state interface{}) string {
 		s := state.(linState)
-		if s.Status == "" {
-			return phaseNames[s.Phase]
+		d := phaseNames[s.Phase]
+		if s.Status != "" {
+			d += " " + s.Status
 		}
-		return phaseNames[s.Phase] + " " + s.Status
+		if s.Acted {
+			d += " (acted on)"
+		}
+		return d
 	},
 }

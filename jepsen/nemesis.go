@@ -101,6 +101,11 @@ type Nemesis struct {
 	Fault    time.Duration
 	Heal     time.Duration
 	Logf     func(string, ...any)
+	// Aim, when set, names the agent the next kill, pause, combo or
+	// isolate-one / majority-minority partition strikes (and why), waiting
+	// at most AimWait; "" leaves the usual random pick.
+	Aim     func(ctx context.Context, wait time.Duration) (string, string)
+	AimWait time.Duration
 
 	mu      sync.Mutex
 	windows []Window
@@ -160,8 +165,19 @@ func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
 		}
 		family := queue[0]
 		queue = queue[1:]
+		variant := ""
+		if family == "partition" {
+			variant = n.drawVariant()
+		}
+		target, why := n.aim(ctx, family, variant)
+		if ctx.Err() != nil {
+			return
+		}
 		w := Window{Start: int64(n.Rec.Since())}
-		name, detail, heal, err := n.inject(ctx, family)
+		name, detail, heal, err := n.inject(ctx, family, variant, target)
+		if why != "" {
+			detail += " (" + why + ")"
+		}
 		w.Name, w.Detail = name, detail
 		if err != nil {
 			w.Error = err.Error()
@@ -249,12 +265,49 @@ func (n *Nemesis) leader(ctx context.Context) *Agent {
 // minority is how many agents one fault may take out: fewer than half.
 func (n *Nemesis) minority() int { return (len(n.Cl.Agents) - 1) / 2 }
 
-// inject applies one fault of the family and returns its heal. An error
+// drawVariant picks a partition variant among -partitions.
+func (n *Nemesis) drawVariant() string {
+	vs := n.Variants
+	if len(vs) == 0 {
+		vs = partitionVariants
+	}
+	return vs[n.Rng.Intn(len(vs))]
+}
+
+// aim asks Aim for the agent a fault of this family (and partition
+// variant) should strike; nil when there is no Aim, the fault strikes no
+// chosen agent, or Aim named none that runs.
+func (n *Nemesis) aim(ctx context.Context, family, variant string) (*Agent, string) {
+	if n.Aim == nil {
+		return nil, ""
+	}
+	switch family {
+	case "kill", "pause", "combo":
+	case "partition":
+		if variant != "isolate-one" && variant != "majority-minority" {
+			return nil, ""
+		}
+	default:
+		return nil, ""
+	}
+	name, why := n.Aim(ctx, n.AimWait)
+	a := n.Cl.Agent(name)
+	if a == nil || !a.Running() || a.Paused() {
+		return nil, "no action accepted in time: a random pick"
+	}
+	return a, why
+}
+
+// inject applies one fault of the family (a partition of the variant) and
+// returns its heal; target, when not nil, is the agent it strikes. An error
 // means the fault did not (fully) happen.
-func (n *Nemesis) inject(ctx context.Context, family string) (string, string, func() error, error) {
+func (n *Nemesis) inject(ctx context.Context, family, variant string, target *Agent) (string, string, func() error, error) {
 	switch family {
 	case "kill":
 		ts := n.pick(1 + n.Rng.Intn(n.minority()))
+		if target != nil {
+			ts = []*Agent{target}
+		}
 		var errs []error
 		for _, a := range ts {
 			errs = append(errs, a.Kill())
@@ -262,6 +315,9 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 		return "kill", names(ts), func() error { return startAll(ts) }, errors.Join(errs...)
 	case "pause":
 		ts := n.pick(1 + n.Rng.Intn(n.minority()))
+		if target != nil {
+			ts = []*Agent{target}
+		}
 		var errs []error
 		for _, a := range ts {
 			errs = append(errs, a.Pause())
@@ -274,11 +330,10 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 			return errors.Join(errs...)
 		}, errors.Join(errs...)
 	case "partition":
-		vs := n.Variants
-		if len(vs) == 0 {
-			vs = partitionVariants
+		if variant == "" {
+			variant = n.drawVariant()
 		}
-		return n.partition(ctx, vs[n.Rng.Intn(len(vs))], nil)
+		return n.partition(ctx, variant, nil, target)
 	case "leader":
 		l := n.leader(ctx)
 		if l == nil {
@@ -317,7 +372,7 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 		}
 		return "restart", a.Name + " stopped with SIGTERM and restarted", func() error { return a.Start() }, err
 	case "combo":
-		return n.combo(ctx)
+		return n.combo(ctx, target)
 	case "keyrotate":
 		return n.keyrotate(ctx)
 	}
@@ -326,8 +381,11 @@ func (n *Nemesis) inject(ctx context.Context, family string) (string, string, fu
 
 // combo takes one agent out (kill or pause) and cuts the network of the
 // others at the same time.
-func (n *Nemesis) combo(ctx context.Context) (string, string, func() error, error) {
+func (n *Nemesis) combo(ctx context.Context, target *Agent) (string, string, func() error, error) {
 	victim := n.pick(1)[0]
+	if target != nil {
+		victim = target
+	}
 	how := "kill"
 	var verr error
 	if n.Rng.Intn(2) == 0 {
@@ -337,7 +395,7 @@ func (n *Nemesis) combo(ctx context.Context) (string, string, func() error, erro
 		verr = victim.Kill()
 	}
 	variant := []string{"isolate-one", "isolate-leader", "bridge"}[n.Rng.Intn(3)]
-	name, detail, heal, err := n.partition(ctx, variant, victim)
+	name, detail, heal, err := n.partition(ctx, variant, victim, nil)
 	undo := func() error {
 		var errs []error
 		if heal != nil {
@@ -352,8 +410,10 @@ func (n *Nemesis) combo(ctx context.Context) (string, string, func() error, erro
 	return "combo-" + how + "+" + name, how + " " + victim.Name + "; " + detail, undo, errors.Join(verr, err)
 }
 
-// partition cuts the network by variant among the agents other than skip.
-func (n *Nemesis) partition(ctx context.Context, variant string, skip *Agent) (string, string, func() error, error) {
+// partition cuts the network by variant among the agents other than skip;
+// an isolate-one or majority-minority partition puts first (when not nil)
+// on the small side.
+func (n *Nemesis) partition(ctx context.Context, variant string, skip, first *Agent) (string, string, func() error, error) {
 	heal := func() error { return n.FW.Heal() }
 	var others []*Agent
 	for _, a := range n.Cl.Agents {
@@ -362,6 +422,9 @@ func (n *Nemesis) partition(ctx context.Context, variant string, skip *Agent) (s
 		}
 	}
 	n.Rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	if i := slices.Index(others, first); i > 0 && (variant == "isolate-one" || variant == "majority-minority") {
+		others[0], others[i] = others[i], others[0]
+	}
 	var a, b []*Agent
 	switch variant {
 	case "isolate-leader":

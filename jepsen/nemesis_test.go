@@ -49,7 +49,7 @@ func TestNemesisInjectsAndHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := nemesisOn(t, cl, "pause")
-	name, detail, heal, err := n.inject(context.Background(), "pause")
+	name, detail, heal, err := n.inject(context.Background(), "pause", "", nil)
 	if err != nil {
 		t.Fatalf("%s %s: %v", name, detail, err)
 	}
@@ -78,7 +78,7 @@ func TestNemesisRecordsFaultsThatDidNotHappen(t *testing.T) {
 	cl := sleepers(t) // never started
 	for _, family := range []string{"kill", "pause", "restart", "wipe"} {
 		n := nemesisOn(t, cl, family)
-		_, _, _, err := n.inject(context.Background(), family)
+		_, _, _, err := n.inject(context.Background(), family, "", nil)
 		if err == nil || !strings.Contains(err.Error(), "not running") {
 			t.Errorf("%s of a stopped agent: error %v, want one saying it is not running", family, err)
 		}
@@ -100,5 +100,60 @@ func TestNemesisRecordsFaultsThatDidNotHappen(t *testing.T) {
 	}
 	if r := CheckFaults(indexHistory(nil), ws, ""); r.Valid || len(r.Failed) != 2*len(ws) {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// With Aim, kills and pauses strike the agent it names, and the window
+// says why; without an answer in time, the usual pick strikes.
+func TestNemesisAimsAtTheNamedAgent(t *testing.T) {
+	cl := sleepers(t)
+	if err := cl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range []string{"kill", "pause"} {
+		n := nemesisOn(t, cl, family)
+		n.Aim = func(context.Context, time.Duration) (string, string) { return "n2", "owner of s1" }
+		target, why := n.aim(context.Background(), family, "")
+		if target == nil || target.Name != "n2" || why != "owner of s1" {
+			t.Fatalf("%s: aimed at %v (%q)", family, target, why)
+		}
+		name, detail, heal, err := n.inject(context.Background(), family, "", target)
+		if err != nil || detail != "n2" {
+			t.Fatalf("%s: %s %q: %v", family, name, detail, err)
+		}
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		if _, why := n.aim(context.Background(), "partition", "bridge"); why != "" {
+			t.Fatalf("a bridge was aimed: %q", why)
+		}
+		n.Aim = func(context.Context, time.Duration) (string, string) { return "", "" }
+		if target, why := n.aim(context.Background(), family, ""); target != nil || !strings.Contains(why, "random pick") {
+			t.Fatalf("%s without an answer: %v %q", family, target, why)
+		}
+	}
+}
+
+// Aim strikes at an action accepted after it was asked, once the strike
+// delay has passed; an action accepted before is stale.
+func TestActionsAimWaitsForAFreshAction(t *testing.T) {
+	a := &Actions{W: &Workload{Seed: 1}, StrikeMin: 30 * time.Millisecond, StrikeMax: 40 * time.Millisecond}
+	a.accepted = make(chan aimed, 4)
+	a.rng = rand.New(rand.NewSource(1))
+	a.accepted <- aimed{Server: "old", Host: "n1", At: time.Now()}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		a.accepted <- aimed{Server: "s2", Host: "n3", Kind: ActRebuild, RequestID: "req-x", At: time.Now()}
+	}()
+	start := time.Now()
+	host, why := a.Aim(context.Background(), 5*time.Second)
+	if host != "n3" || !strings.Contains(why, "s2") || !strings.Contains(why, "req-x") {
+		t.Fatalf("aimed at %q (%s)", host, why)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("struck %s after asking: before the strike delay", d)
+	}
+	if host, _ := a.Aim(context.Background(), 30*time.Millisecond); host != "" {
+		t.Fatalf("aimed at %q with no action accepted", host)
 	}
 }

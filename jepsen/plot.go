@@ -39,7 +39,7 @@ func PlotLatency(path string, pairs []Pair, windows []Window) error {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	series := map[string]plotter.XYs{}
-	order := []string{FBoot, FDelete, FRead, FList, Fail, Info}
+	order := []string{FBoot, FDelete, FAction, FRead, FList, Fail, Info}
 	lo, hi, tmax := math.Inf(1), 1.0, 1.0
 	for _, pr := range pairs {
 		if pr.Complete == nil {
@@ -79,6 +79,7 @@ func PlotLatency(path string, pairs []Pair, windows []Window) error {
 	styles := map[string]draw.GlyphStyle{
 		FBoot:   {Color: color.NRGBA{G: 140, A: 255}, Radius: vg.Points(1.6), Shape: draw.CircleGlyph{}},
 		FDelete: {Color: color.NRGBA{R: 150, G: 90, A: 255}, Radius: vg.Points(1.6), Shape: draw.SquareGlyph{}},
+		FAction: {Color: color.NRGBA{R: 160, B: 160, A: 255}, Radius: vg.Points(1.6), Shape: draw.RingGlyph{}},
 		FRead:   {Color: color.NRGBA{B: 200, A: 200}, Radius: vg.Points(1.2), Shape: draw.CircleGlyph{}},
 		FList:   {Color: color.NRGBA{R: 100, G: 100, B: 100, A: 200}, Radius: vg.Points(1.2), Shape: draw.TriangleGlyph{}},
 		Fail:    {Color: color.NRGBA{R: 220, A: 255}, Radius: vg.Points(2), Shape: draw.CrossGlyph{}},

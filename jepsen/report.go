@@ -41,6 +41,7 @@ type Verdict struct {
 	Final        FinalResult         `json:"final_state"`
 	Availability AvailResult         `json:"availability"`
 	MassBoot     *MassResult         `json:"massboot,omitempty"`   // with -workload massboot
+	Actions      *ActionResult       `json:"actions,omitempty"`    // with -workload actions
 	DataRaces    map[string][]string `json:"data_races,omitempty"` // agent → race detector reports
 	OpCounts     OpCounts            `json:"op_counts"`
 	Windows      []Window            `json:"windows"`
@@ -123,6 +124,9 @@ func WriteReport(dir string, v Verdict) error {
 		f.ActiveServers, f.ErrorServers, f.Unscheduled, f.Reservations, f.IronicClaims, causes(f.Counts))
 	if m := v.MassBoot; m != nil {
 		w("| mass boot (node capacity, waves) | %s | %s %s |", verdictWord(m.Valid), massSummary(m), causes(m.Counts))
+	}
+	if ac := v.Actions; ac != nil {
+		w("| server actions (side effects in Ironic, invariant 5) | %s | %s %s |", verdictWord(ac.Valid), actionSummary(ac), causes(ac.Counts))
 	}
 	a := v.Availability
 	w("| availability | %s | writes %.1f%% ok overall, %.1f%% outside faults; recovered %.1fs after the last heal |",
@@ -253,8 +257,11 @@ func WriteReport(dir string, v Verdict) error {
 			w("- note: %s", n)
 		}
 	}
+	if ac := v.Actions; ac != nil {
+		writeActions(w, ac)
+	}
 	w("")
-	w("Files: `history.jsonl` (every operation), `verdict.json`, `final.json` (state read after the heal), `windows.json`, `latency.png`, `logs/`; `waves.json` with `-workload massboot`.")
+	w("Files: `history.jsonl` (every operation), `verdict.json`, `final.json` (state read after the heal), `windows.json`, `latency.png`, `logs/`; `waves.json` with `-workload massboot`; `side_effects.json` with `-workload actions`.")
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
 }
 

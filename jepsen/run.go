@@ -139,12 +139,12 @@ func (r *runner) startIronic(ctx context.Context, runID string) error {
 	r.ir = &Ironic{HTTP: &http.Client{Timeout: 30 * time.Second}}
 	if !r.cfg.RealIronic {
 		r.rc = "baremetal-jepsen"
-		p, u, err := StartSim(ctx, r.bin, r.cfg.Nodes, r.rc, filepath.Join(r.dir, "logs", "ironic-sim.log"))
+		p, u, err := StartSim(ctx, r.bin, r.cfg.Nodes, r.rc, filepath.Join(r.dir, "logs", "ironic-sim.log"), r.cfg.DeployDelay, r.cfg.PowerDelay)
 		if err != nil {
 			return err
 		}
 		r.sim, r.ir.URL = p, u
-		r.logf("Ironic simulator at %s with %d nodes", u, r.cfg.Nodes)
+		r.logf("Ironic simulator at %s with %d nodes (deploys take %s, power changes %s)", u, r.cfg.Nodes, r.cfg.DeployDelay, r.cfg.PowerDelay)
 		return nil
 	}
 	// A class of our own keeps other users' nodes (and leftovers of an
@@ -236,6 +236,9 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if mb != nil && len(families) > 0 {
 		mb.Faulty, mb.MaxWait = nem.Faulty, r.cfg.Fault+r.cfg.Heal+2*time.Second
 	}
+	if r.cfg.Workload == WorkloadActions {
+		runWorkload = r.actions(wl, api, nem)
+	}
 	wctx, wcancel := context.WithTimeout(ctx, r.cfg.Duration)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -243,9 +246,12 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	// for -duration, the mass boot until its last wave).
 	go func() { defer wg.Done(); runWorkload(wctx); wcancel() }()
 	go func() { defer wg.Done(); nem.Run(wctx, r.cfg.Duration) }()
-	if mb != nil {
+	switch {
+	case mb != nil:
 		r.logf("workload: massboot, %d waves of %d boots for %d nodes (at most %s)", r.cfg.Waves, r.cfg.WaveSize, r.cfg.Nodes, r.cfg.Duration)
-	} else {
+	case r.cfg.Workload == WorkloadActions:
+		r.logf("workload: actions, %d clients booting and deleting, %d acting, for %s", r.cfg.Clients, r.cfg.ActionClients, r.cfg.Duration)
+	default:
 		r.logf("workload: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
 	}
 	wg.Wait()
@@ -274,6 +280,12 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	sleepCtx(ctx, 2*time.Second) // a stray Ironic side effect would land now
 	fs := probe.Collect(ctx)
 	fs.Quiesced = quiet
+	var effects EffectLog
+	if r.cfg.Workload == WorkloadActions {
+		if effects, err = r.sideEffects(ctx, rec); err != nil {
+			return Verdict{}, err
+		}
+	}
 	if ctx.Err() != nil {
 		return Verdict{}, ctx.Err()
 	}
@@ -302,7 +314,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, fmt.Errorf("read the agents' logs: %w", err)
 	}
-	v := checkAll(ops, fs, windows, waves, recovery, finalErr, healErr, races, r.dir, run, r.cfg.CheckTimeout)
+	v := checkAll(ops, fs, windows, waves, effects, recovery, finalErr, healErr, races, r.dir, run, r.cfg.CheckTimeout)
 	return v, writeResults(r.dir, v, ops, windows, waves, len(run.Injected) > 0)
 }
 
@@ -336,7 +348,7 @@ func normalizeRC(raw string) string {
 
 // checkAll runs every checker. healErr is the error of the heal after
 // the workload; races are the agents' data race reports by agent.
-func checkAll(ops []Op, fs FinalState, windows []Window, waves []Wave, recovery time.Duration, finalErr, healErr string,
+func checkAll(ops []Op, fs FinalState, windows []Window, waves []Wave, effects EffectLog, recovery time.Duration, finalErr, healErr string,
 	races map[string][]string, dir string, run RunInfo, timeout time.Duration) Verdict {
 	ix := indexHistory(ops)
 	v := Verdict{Run: run, Windows: windows, OpCounts: countOps(ix.Pairs), DataRaces: races}
@@ -350,6 +362,11 @@ func checkAll(ops []Op, fs FinalState, windows []Window, waves []Wave, recovery 
 		m := CheckMassBoot(waves, run.Nodes, fs)
 		v.MassBoot = &m
 		v.Valid = v.Valid && m.Valid
+	}
+	if run.Workload == WorkloadActions {
+		a := CheckActions(ix, effects, fs, windows)
+		v.Actions = &a
+		v.Valid = v.Valid && a.Valid
 	}
 	return v
 }
@@ -395,6 +412,9 @@ func printSummary(w io.Writer, dir string, v Verdict) {
 	fmt.Fprintf(w, "final state: %v %v\n", v.Final.Valid, v.Final.Counts)
 	if m := v.MassBoot; m != nil {
 		fmt.Fprintf(w, "massboot: %v (%s) %v\n", m.Valid, massSummary(m), m.Counts)
+	}
+	if a := v.Actions; a != nil {
+		fmt.Fprintf(w, "actions: %v (%s) %v\n", a.Valid, actionSummary(a), a.Counts)
 	}
 	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
 		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)

@@ -37,6 +37,8 @@ type pool struct {
 	counter int
 }
 
+func newPool() pool { return pool{names: map[string]string{}, isLive: map[string]bool{}} }
+
 func (p *pool) add(id, name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,7 +89,7 @@ func (p *pool) liveCount() int {
 
 // Run drives the clients until ctx ends.
 func (w *Workload) Run(ctx context.Context) {
-	w.pool = pool{names: map[string]string{}, isLive: map[string]bool{}}
+	w.pool = newPool()
 	var wg sync.WaitGroup
 	for i := 0; i < w.Clients; i++ {
 		wg.Add(1)
@@ -211,6 +213,11 @@ func (w *Workload) deleteOp(process int, peer *Agent, id, name string) Op {
 }
 
 func (w *Workload) read(process int, peer *Agent, id, name, consistency string) string {
+	return w.readOp(process, peer, id, name, consistency).Type
+}
+
+// readOp shows one server and returns the recorded completion.
+func (w *Workload) readOp(process int, peer *Agent, id, name, consistency string) Op {
 	v := OpValue{ID: id, Name: name}
 	w.Rec.Add(Op{Process: process, Type: Invoke, F: FRead, Node: peer.Name, Consistency: consistency, Value: v})
 	o := w.request(http.MethodGet, peer.URL(), "/compute/v2.1/servers/"+url.PathEscape(id)+"?consistency="+consistency, nil)
@@ -235,7 +242,7 @@ func (w *Workload) read(process int, peer *Agent, id, name, consistency string) 
 		c.Type, c.Error = readFailure(o)
 	}
 	c.Value = v
-	return w.Rec.Add(c).Type
+	return w.Rec.Add(c)
 }
 
 func (w *Workload) list(process int, peer *Agent, consistency string) string {

@@ -19,7 +19,7 @@ func newSimCmd() *cobra.Command {
 	c := &cobra.Command{Use: "sim", Short: "Simulators of the services corral talks to"}
 	var listen, rc, maxVersion string
 	var nodes int
-	var deployDelay, latency time.Duration
+	var deployDelay, powerDelay, latency time.Duration
 	var faultRate float64
 	ironicCmd := &cobra.Command{
 		Use:   "ironic",
@@ -35,7 +35,7 @@ for trying corral without an Ironic.`,
 				return fmt.Errorf("listen on %s: %w", listen, err)
 			}
 			s := sim.New(sim.Options{MaxVersion: maxVersion, DeployDelay: deployDelay, UndeployDelay: deployDelay,
-				Latency: latency, FaultRate: faultRate})
+				PowerDelay: powerDelay, Latency: latency, FaultRate: faultRate})
 			defer s.Close()
 			if nodes > 0 {
 				s.SeedNodes(nodes, rc)
@@ -62,6 +62,7 @@ for trying corral without an Ironic.`,
 	f.StringVar(&rc, "resource-class", "baremetal", "resource class of the enrolled nodes")
 	f.StringVar(&maxVersion, "max-version", "1.82", "highest microversion (below 1.52 there are no allocations)")
 	f.DurationVar(&deployDelay, "deploy-delay", 0, "time a deploy or undeploy takes")
+	f.DurationVar(&powerDelay, "power-delay", 0, "time a power state change takes")
 	f.DurationVar(&latency, "latency", 0, "latency added to every request")
 	f.Float64Var(&faultRate, "fault-rate", 0, "share of requests failing with 503")
 	c.AddCommand(ironicCmd)

@@ -54,6 +54,10 @@ type Options struct {
 	// which is the default.
 	RequireImageSource bool
 
+	// SideEffectLimit is how many accepted side effects SideEffects keeps, the oldest dropped
+	// first (0: DefaultSideEffectLimit; negative: none are kept).
+	SideEffectLimit int
+
 	// ConductorName is reported in node.conductor and node.reservation (default "ironic-sim").
 	ConductorName string
 
@@ -80,6 +84,10 @@ type Server struct {
 	rng     *rand.Rand
 	counts  map[string]int // "METHOD path" -> requests
 	writers map[string]int // User-Agent -> mutating requests
+
+	effects        []SideEffect // accepted side effects, oldest first (sideeffects.go)
+	effectSeq      int64
+	effectsDropped int64
 }
 
 type fault struct {
@@ -176,6 +184,10 @@ func (s *Server) Requests(method, pathPrefix string) int {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.opts.Logger.Debug("ironic sim request", "method", r.Method, "path", r.URL.Path)
+	if strings.TrimSuffix(r.URL.Path, "/") == SideEffectsPath {
+		s.serveSideEffects(w, r) // the simulator's own: no latency, faults or counts
+		return
+	}
 	if s.opts.Latency > 0 {
 		t := time.NewTimer(s.opts.Latency)
 		select {

@@ -91,6 +91,7 @@ func (c *call) setProvisionState(ident string) {
 	n.updated = now()
 	n.provisionUpdated = n.updated
 	n.lastError = nil
+	c.recordEffect(n, EffectProvision, target, "", http.StatusAccepted)
 	if tr.via == "" {
 		n.provisionState = tr.to
 		n.targetProvisionState = nil
@@ -183,6 +184,7 @@ func (c *call) setPowerState(ident string) {
 		c.failErr(invalidStateRequested(body.Target, ident, state))
 		return
 	}
+	c.recordEffect(n, EffectPower, body.Target, "", http.StatusAccepted)
 	n.targetPowerState = strp(body.Target)
 	n.updated = now()
 	c.s.startTask(n, c.s.opts.PowerDelay, func() {

@@ -129,6 +129,7 @@ func (c *call) routeVIFs(ident string, rest []string) {
 			return
 		}
 		defer c.s.mu.Unlock()
+		c.recordEffect(n, EffectVIF, "attach", id, http.StatusNoContent)
 		if !slices.Contains(n.vifs, id) {
 			n.vifs = append(n.vifs, id)
 		}
@@ -141,6 +142,7 @@ func (c *call) routeVIFs(ident string, rest []string) {
 			return
 		}
 		defer c.s.mu.Unlock()
+		c.recordEffect(n, EffectVIF, "detach", rest[0], http.StatusNoContent)
 		n.vifs = slices.DeleteFunc(n.vifs, func(v string) bool { return v == rest[0] })
 		n.updated = now()
 		c.noContent(http.StatusNoContent)
