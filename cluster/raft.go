@@ -58,8 +58,12 @@ func (f *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 // the state's own, reads would wait on entries the snapshot replaced
 // (waitApplied finds them in the log) until the next write.
 //
-// Read-your-writes holds: raft hands the store entry index+1 next, so
-// the state covers exactly the entries up to the snapshot's index.
+// Read-your-writes holds: the state covers every entry up to the
+// snapshot's index (a raft snapshot holds all raft applied before it; a
+// restored backup replaces them all), raft hands the store index+1 next,
+// and the index moves with the state under one lock, so a read it
+// releases sees the restored state. A reader without metadata keeps the
+// state's own, lower index: reads may then wait, never see too little.
 func (f *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	var index uint64
