@@ -50,14 +50,68 @@ func (f *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{sn: f.store.Snapshot()}, nil
 }
 
-// Restore implements raft.FSM.
+// Restore implements raft.FSM. The store's applied index becomes the raft
+// index of the snapshot (see snapshotStore), not the one the state records:
+// that is the last entry the store applied when the snapshot was taken,
+// lower than raft's when barriers followed it, and a backup restored into
+// a running cluster stands at an index past that cluster's log. Left at
+// the state's own, reads would wait on entries the snapshot replaced
+// (waitApplied finds them in the log) until the next write.
+//
+// Read-your-writes holds: the state covers every entry up to the
+// snapshot's index (a raft snapshot holds all raft applied before it; a
+// restored backup replaces them all), raft hands the store index+1 next,
+// and the index moves with the state under one lock, so a read it
+// releases sees the restored state. A reader without metadata keeps the
+// state's own, lower index: reads may then wait, never see too little.
 func (f *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	if err := f.store.Restore(rc); err != nil {
+	var index uint64
+	if meta := snapshotMetaOf(rc); meta != nil {
+		index = meta.Index
+	}
+	if err := f.store.RestoreAt(rc, index); err != nil {
 		return fmt.Errorf("restore FSM from snapshot: %w", err)
 	}
 	f.metrics.restores.Inc()
 	return nil
+}
+
+// snapshotStore is raft's snapshot store, with readers that carry the
+// snapshot's metadata. raft hands the FSM a snapshot without its
+// metadata, wrapped in raft.ReadCloserWrapper readers: Restore unwraps
+// them down to the snapshotReader to learn the index, in every path that
+// restores (start-up, a snapshot installed from the leader, a user
+// restore, a recovery).
+type snapshotStore struct{ raft.SnapshotStore }
+
+type snapshotReader struct {
+	io.ReadCloser
+	meta *raft.SnapshotMeta
+}
+
+// Open implements raft.SnapshotStore.
+func (s snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := s.SnapshotStore.Open(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, &snapshotReader{ReadCloser: rc, meta: meta}, nil
+}
+
+// snapshotMetaOf returns the metadata of the snapshot rc reads, or nil
+// when rc does not come from a snapshotStore.
+func snapshotMetaOf(rc io.ReadCloser) *raft.SnapshotMeta {
+	for {
+		switch r := rc.(type) {
+		case *snapshotReader:
+			return r.meta
+		case raft.ReadCloserWrapper:
+			rc = r.WrappedReadCloser()
+		default:
+			return nil
+		}
+	}
 }
 
 type fsmSnapshot struct{ sn *fsm.Snapshot }
@@ -86,7 +140,7 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 	if cfg.InmemStore {
 		st := raft.NewInmemStore()
 		p.logs, p.stable = st, st
-		p.snaps = raft.NewInmemSnapshotStore()
+		p.snaps = snapshotStore{raft.NewInmemSnapshotStore()}
 	} else {
 		dir := filepath.Join(cfg.DataDir, "raft")
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -111,7 +165,7 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 			_ = bolt.Close()
 			return nil, fmt.Errorf("open snapshot store %s: %w", dir, err)
 		}
-		p.snaps = snaps
+		p.snaps = snapshotStore{snaps}
 	}
 	if cfg.Transport != nil {
 		p.trans = cfg.Transport

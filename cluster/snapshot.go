@@ -153,7 +153,9 @@ func (n *Node) SaveSnapshot(ctx context.Context, w io.Writer) (SnapshotHeader, e
 // RestoreSnapshot replaces the replicated state with a snapshot file read
 // from r (leader only). The file is checked in full first; a bad one
 // changes nothing. Raft keeps the current configuration and sends the
-// state to every follower.
+// state to every follower; it returns once a majority holds it (a no-op
+// committed after the restored index). Every peer's store then stands at
+// the restored index (raftFSM.Restore), so reads answer at once.
 func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (SnapshotHeader, error) {
 	if !n.IsLeader() {
 		return SnapshotHeader{}, ErrNotLeader

@@ -2,10 +2,12 @@ package fsm
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func populated(t testing.TB) *Store {
@@ -50,6 +52,31 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	}
 	if _, err := r.FlavorByName("small"); err != nil {
 		t.Fatalf("name index not rebuilt: %v", err)
+	}
+}
+
+// RestoreAt takes the log index the snapshot stands for; a waiter for an
+// index up to it is released by the restore itself.
+func TestRestoreAtSetsTheLogIndex(t *testing.T) {
+	data := snapshotBytes(t, populated(t))
+	r := New()
+	waited := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		waited <- r.WaitApplied(ctx, 40)
+	}()
+	if err := r.RestoreAt(bytes.NewReader(data), 42); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.AppliedIndex(); got != 42 {
+		t.Fatalf("applied index %d, want 42", got)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("a waiter for index 40 was not released by the restore: %v", err)
+	}
+	if err := r.RestoreAt(bytes.NewReader(data), 0); err != nil || r.AppliedIndex() != 6 {
+		t.Fatalf("RestoreAt(0): applied %d, %v; want the snapshot's own 6", r.AppliedIndex(), err)
 	}
 }
 

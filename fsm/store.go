@@ -129,10 +129,20 @@ func (s *Store) Snapshot() *Snapshot {
 
 // Restore replaces all state, including the applied index, with the snapshot
 // read from r. On error the store is unchanged.
-func (s *Store) Restore(r io.Reader) error {
-	st, index, err := readSnapshot(r)
+func (s *Store) Restore(r io.Reader) error { return s.RestoreAt(r, 0) }
+
+// RestoreAt is Restore with the applied index set to index, the log index
+// the snapshot stands for, when index is not 0. A snapshot records the
+// index of the last entry the store applied, which can be lower: the log
+// also holds entries that never reach the store, and a restored backup
+// replaces the state at an index of the log it is restored into.
+func (s *Store) RestoreAt(r io.Reader, index uint64) error {
+	st, own, err := readSnapshot(r)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
+	}
+	if index == 0 {
+		index = own
 	}
 	s.mu.Lock()
 	s.st = st

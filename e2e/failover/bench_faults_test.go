@@ -43,6 +43,9 @@ func (f *fixture) benchFaults(t *testing.T, is *isolation, runs int, lossQuiet, 
 	p50, p99, worst = summary(reowned)
 	out = append(out, fmt.Sprintf("5%% loss: host kill: all its servers re-owned p50 %s p99 %s max %s", ms(p50), ms(p99), ms(worst)))
 	heal()
+	if err := is.canStarve(); err != nil {
+		return append(out, fmt.Sprintf("starvation rows skipped: %v", err))
+	}
 	for _, pct := range pcts {
 		out = append(out, f.benchStarve(t, is, starveFor, pct)...)
 	}

@@ -43,8 +43,10 @@ import (
 //   - with 5 % of the packets between peers dropped (root, iptables and
 //     cgroup2 needed, else these rows are skipped): false reassignments
 //     over the quiet window, then host kills as above;
-//   - one peer CPU-starved (cgroup v1 cpu quota), a follower then the
-//     leader: false reassignments and whether its own servers stayed.
+//   - one peer CPU-starved (a CFS quota: cgroup v2's cpu.max, else a
+//     cgroup v1 cpu group; without either these rows are skipped), a
+//     follower then the leader: false reassignments and whether its own
+//     servers stayed.
 func TestFailoverBenchmark(t *testing.T) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		t.Skip("benchmark: set CORRAL_BENCH=1 to run it")

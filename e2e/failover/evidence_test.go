@@ -60,13 +60,11 @@ func TestKillConfirmedByRefusedConnections(t *testing.T) {
 
 // TestNoFalseReassignmentUnderLossAndStarvation: with the product
 // defaults, 5 % of the packets between peers dropped and one host that
-// owns servers held to a few percent of one CPU (a cgroup v1 cpu quota)
-// for 30 s, no host may be marked down and no server may move.
+// owns servers held to a few percent of one CPU (a CFS quota, cgroup v2
+// or v1) for 30 s, no host may be marked down and no server may move.
 func TestNoFalseReassignmentUnderLossAndStarvation(t *testing.T) {
 	is := newIsolation(t, 5)
-	if _, err := cpuMount(); err != nil {
-		t.Skip(err)
-	}
+	needStarvation(t, is)
 	f := startIn(t, is.cg, 5, 30, sim.Options{DeployDelay: 200 * time.Millisecond})
 	ids := f.boot(15, "slow")
 	srv := f.waitServers(f.c.Agents[0], ids, 60*time.Second, "15 servers ACTIVE", active)

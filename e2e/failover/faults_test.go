@@ -34,26 +34,67 @@ func (is *isolation) lossy(agents []*e2e.Agent, p float64) {
 	}
 }
 
-// starvation holds one agent's processes in a cgroup v1 cpu group whose
-// CFS quota is a small share of one CPU: the host is alive and answers
-// everything, slowly, as a host whose CPU is taken by other tenants or
-// a runaway process. Each CFS period (100 ms) it runs for quota, then
-// waits for the next period.
+// starvation holds one agent's processes to a small share of one CPU, a
+// CFS quota of every 100 ms period: the host is alive and answers
+// everything, slowly, as a host whose CPU is taken by other tenants or a
+// runaway process. Under cgroup v2 the quota is set on the agent's own
+// group (cpu.max); under cgroup v1 its processes move into a cpu group of
+// their own (cpu.cfs_quota_us) and back at the end.
 type starvation struct {
-	dir  string         // the cpu cgroup
-	orig map[int]string // pid → its cpu cgroup before (absolute)
+	stat string       // the cpu.stat that counts the throttled periods
+	lift func() error // ends it
 	once sync.Once
 	err  error
 }
 
-// errNoCPUCgroup: the machine has no writable cgroup v1 cpu controller.
-var errNoCPUCgroup = errors.New("CPU starvation needs a writable cgroup v1 cpu controller (cpu.cfs_quota_us)")
+// errNoCPUCgroup: the machine offers no way to limit an agent's CPU.
+var errNoCPUCgroup = errors.New("CPU starvation needs the cpu controller: in the cgroup2 hierarchy (cpu.max) or a writable cgroup v1 cpu hierarchy (cpu.cfs_quota_us)")
+
+// canStarve checks, before the agents start, that their CPU can be
+// limited: cgroup v2's cpu controller enabled for the agents' groups, or
+// else a cgroup v1 cpu hierarchy where a group can be created.
+func (is *isolation) canStarve() error {
+	enabled, err2 := is.cg.EnableCPU()
+	if err2 == nil {
+		for _, ctl := range enabled {
+			is.t.Logf("CPU starvation: enabled the cpu controller in %s (cgroup v2)", ctl)
+		}
+		return nil
+	}
+	mnt, err1 := cpuMount()
+	if err1 == nil {
+		probe := filepath.Join(mnt, fmt.Sprintf("corral-starve-probe-%d", os.Getpid()))
+		if err1 = os.Mkdir(probe, 0o755); err1 == nil {
+			err1 = os.Remove(probe)
+		}
+	}
+	if err1 != nil {
+		return fmt.Errorf("%w: cgroup v2: %v; cgroup v1: %v", errNoCPUCgroup, err2, err1)
+	}
+	is.t.Logf("CPU starvation: cgroup v1 cpu hierarchy at %s (cgroup v2: %v)", mnt, err2)
+	return nil
+}
+
+// needStarvation fails the test when the agents' CPU cannot be limited
+// where it should be (as root, or in CI), and skips it saying why
+// elsewhere.
+func needStarvation(t *testing.T, is *isolation) {
+	t.Helper()
+	err := is.canStarve()
+	switch {
+	case err == nil:
+	case os.Geteuid() == 0 || os.Getenv("CI") == "true":
+		t.Fatalf("%v: this test must run here (root or CI); give the machine one of them", err)
+	default:
+		t.Skipf("NOT RUN: %v (run as root)", err)
+	}
+}
 
 // cpuMount returns where the cgroup v1 cpu controller is mounted.
 func cpuMount() (string, error) {
 	fh, err := os.Open("/proc/self/mounts")
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errNoCPUCgroup, err)
+		return "", err
 	}
 	defer fh.Close()
 	sc := bufio.NewScanner(fh)
@@ -68,10 +109,10 @@ func cpuMount() (string, error) {
 			}
 		}
 	}
-	return "", errNoCPUCgroup
+	return "", errors.New("no cgroup v1 hierarchy has the cpu controller")
 }
 
-// cpuCgroupOf returns the cpu cgroup of pid, relative to the mount.
+// cpuCgroupOf returns the cgroup v1 cpu group of pid, relative to the mount.
 func cpuCgroupOf(pid int) (string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
@@ -112,51 +153,68 @@ func (is *isolation) agentPids(a *e2e.Agent) ([]int, error) {
 }
 
 // starve limits agent a to percent % of one CPU until the returned
-// starvation is ended (also at the test's cleanup, even on failure).
+// starvation is ended (also at the test's cleanup, even on failure):
+// through cgroup v2 when it can, else through cgroup v1.
 func (is *isolation) starve(a *e2e.Agent, percent int) (*starvation, error) {
 	is.t.Helper()
-	mnt, err := cpuMount()
-	if err != nil {
-		return nil, err
-	}
-	pids, err := is.agentPids(a)
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(mnt, fmt.Sprintf("corral-starve-%d-%s", os.Getpid(), a.Name))
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("%w: %v", errNoCPUCgroup, err)
-	}
-	s := &starvation{dir: dir, orig: map[int]string{}}
+	s := &starvation{}
 	is.t.Cleanup(func() {
 		if err := s.end(); err != nil {
 			is.t.Errorf("end the CPU starvation of %s: %v", a.Name, err)
 		}
 	})
-	const period = 100000 // µs
-	if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte(strconv.Itoa(period)), 0); err != nil {
-		return s, fmt.Errorf("%w: %v", errNoCPUCgroup, err)
+	lift, err2 := is.cg.LimitCPU(a.Name, percent)
+	if err2 == nil {
+		s.stat, s.lift = filepath.Join(is.cg.Dir(a.Name), "cpu.stat"), lift
+		return s, nil
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.Itoa(period*percent/100)), 0); err != nil {
-		return s, fmt.Errorf("%w: %v", errNoCPUCgroup, err)
-	}
-	for _, pid := range pids {
-		rel, err := cpuCgroupOf(pid)
-		if err != nil {
-			return s, err
-		}
-		s.orig[pid] = filepath.Join(mnt, rel)
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return s, fmt.Errorf("move pid %d into %s: %w", pid, dir, err)
-		}
+	if err1 := is.starveV1(s, a, percent); err1 != nil {
+		return s, fmt.Errorf("%w: cgroup v2: %v; cgroup v1: %v", errNoCPUCgroup, err2, err1)
 	}
 	return s, nil
 }
 
+// starveV1 moves a's processes into a cgroup v1 cpu group of their own
+// with a CFS quota; s.lift moves them back and removes the group.
+func (is *isolation) starveV1(s *starvation, a *e2e.Agent, percent int) error {
+	mnt, err := cpuMount()
+	if err != nil {
+		return err
+	}
+	pids, err := is.agentPids(a)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(mnt, fmt.Sprintf("corral-starve-%d-%s", os.Getpid(), a.Name))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	orig := map[int]string{} // pid → its cpu group before (absolute)
+	s.stat, s.lift = filepath.Join(dir, "cpu.stat"), func() error { return endV1(dir, orig) }
+	const period = 100000 // µs
+	if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte(strconv.Itoa(period)), 0); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.Itoa(period*percent/100)), 0); err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		rel, err := cpuCgroupOf(pid)
+		if err != nil {
+			return err
+		}
+		orig[pid] = filepath.Join(mnt, rel)
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("move pid %d into %s: %w", pid, dir, err)
+		}
+	}
+	return nil
+}
+
 // throttled reports how many CFS periods the group ran in and how many of
-// them it was throttled in, from cpu.stat.
+// them it was throttled in, from cpu.stat (the same keys in v1 and v2).
 func (s *starvation) throttled() (periods, throttled int) {
-	b, err := os.ReadFile(filepath.Join(s.dir, "cpu.stat"))
+	b, err := os.ReadFile(s.stat)
 	if err != nil {
 		return 0, 0
 	}
@@ -176,33 +234,40 @@ func (s *starvation) throttled() (periods, throttled int) {
 	return periods, throttled
 }
 
-// end moves the processes back where they were and removes the group; a
-// process that has exited meanwhile is no error.
+// end lifts the starvation, once.
 func (s *starvation) end() error {
 	s.once.Do(func() {
-		var errs []error
-		for pid, orig := range s.orig {
-			err := os.WriteFile(filepath.Join(orig, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
-			if err != nil && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such process") {
-				errs = append(errs, fmt.Errorf("move pid %d back to %s: %w", pid, orig, err))
-			}
+		if s.lift != nil {
+			s.err = s.lift()
 		}
-		// The group can be removed once the kernel has let go of its tasks.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := os.Remove(s.dir)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if time.Now().After(deadline) {
-				errs = append(errs, fmt.Errorf("remove %s: %w", s.dir, err))
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // pacing the retry
-		}
-		s.err = errors.Join(errs...)
 	})
 	return s.err
+}
+
+// endV1 moves the processes back where they were and removes the group; a
+// process that has exited meanwhile is no error.
+func endV1(dir string, orig map[int]string) error {
+	var errs []error
+	for pid, o := range orig {
+		err := os.WriteFile(filepath.Join(o, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+		if err != nil && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such process") {
+			errs = append(errs, fmt.Errorf("move pid %d back to %s: %w", pid, o, err))
+		}
+	}
+	// The group can be removed once the kernel has let go of its tasks.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // pacing the retry
+	}
+	return errors.Join(errs...)
 }
 
 // watch is what a window of faults without a death did to the cluster.
@@ -278,9 +343,7 @@ func (f *fixture) starveFor(t testing.TB, is *isolation, a, obs *e2e.Agent, perc
 	t.Helper()
 	s, err := is.starve(a, percent)
 	if err != nil {
-		if s != nil {
-			_ = s.end()
-		}
+		_ = s.end()
 		t.Fatalf("starve %s: %v", a.Name, err)
 	}
 	w := f.watchWindow(obs, d)
