@@ -21,6 +21,10 @@ type write struct {
 	Node   string // node ident from /v1/nodes/{ident}/...
 	Alloc  string // allocation ident from /v1/allocations/{ident}, or the uuid a POST asks for
 	Target string // provision target of PUT .../states/provision
+	Power  string // power target of PUT .../states/power
+	Status int    // the simulator's answer
+	// RequestID is the caller's request id (X-OpenStack-Request-ID).
+	RequestID string
 }
 
 func (w write) String() string {
@@ -28,7 +32,10 @@ func (w write) String() string {
 	if w.Target != "" {
 		s += " target=" + w.Target
 	}
-	return s
+	if w.Power != "" {
+		s += " power=" + w.Power
+	}
+	return s + fmt.Sprintf(" -> %d", w.Status)
 }
 
 // recorder wraps the simulator and keeps every mutating request, so that a
@@ -41,7 +48,7 @@ type recorder struct {
 
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		wr := write{Method: req.Method, Path: req.URL.Path, At: time.Now()}
+		wr := write{Method: req.Method, Path: req.URL.Path, At: time.Now(), RequestID: req.Header.Get("X-OpenStack-Request-ID")}
 		if ua, ok := strings.CutPrefix(req.UserAgent(), "corral-host/"); ok {
 			wr.Host, _, _ = strings.Cut(ua, " ")
 		}
@@ -55,12 +62,16 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			switch {
 			case seg[1] == "nodes" && len(seg) >= 3:
 				wr.Node = seg[2]
-				if len(seg) == 5 && seg[3] == "states" && seg[4] == "provision" {
+				if len(seg) == 5 && seg[3] == "states" && (seg[4] == "provision" || seg[4] == "power") {
 					var b struct {
 						Target string `json:"target"`
 					}
 					_ = json.Unmarshal(body, &b)
-					wr.Target = b.Target
+					if seg[4] == "power" {
+						wr.Power = b.Target
+					} else {
+						wr.Target = b.Target
+					}
 				}
 			case seg[1] == "allocations" && len(seg) >= 3:
 				wr.Alloc = seg[2]
@@ -72,11 +83,53 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				wr.Alloc = b.UUID
 			}
 		}
+		sw := &statusWriter{ResponseWriter: w}
+		r.h.ServeHTTP(sw, req)
+		wr.Status = sw.status
 		r.mu.Lock()
 		r.ws = append(r.ws, wr)
 		r.mu.Unlock()
+		return
 	}
 	r.h.ServeHTTP(w, req)
+}
+
+// statusWriter keeps the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// accepted returns the side effects Ironic accepted (2xx) on node whose
+// provision target (or, with power set, power target) is target.
+func (r *recorder) accepted(node, target string, power bool) []write {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []write
+	for _, w := range r.ws {
+		t := w.Target
+		if power {
+			t = w.Power
+		}
+		if w.Node == node && t == target && w.Status/100 == 2 {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // by returns the writes of host at or after since.
