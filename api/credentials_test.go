@@ -74,11 +74,26 @@ func TestImageLookupCredentials(t *testing.T) {
 	} else if !slices.Equal(got, []string{glanceServiceToken}) || r.code != http.StatusAccepted {
 		t.Fatalf("a boot with a static token: %s, Glance saw %q, want corral's service token", r, got)
 	}
-	if r := boot(aliceToken); r.code != http.StatusAccepted {
+	static := get(t, r.json(t), "server", "id").(string)
+	r = boot(aliceToken)
+	if r.code != http.StatusAccepted {
 		t.Fatalf("boot with a Keystone token: %s", r)
 	}
 	if got := seen.take(); !slices.Equal(got, []string{aliceToken}) {
 		t.Fatalf("Glance saw %q for a Keystone caller's boot, want the caller's token", got)
+	}
+	mine := get(t, r.json(t), "server", "id").(string)
+
+	// A rebuild's image is checked the same way (whatever the server's state then allows).
+	for _, c := range []struct{ token, server, want string }{
+		{adminToken, static, glanceServiceToken},
+		{aliceToken, mine, aliceToken},
+	} {
+		do(t, e.ts, http.MethodPost, computeBase+"/servers/"+c.server+"/action", c.token,
+			`{"rebuild": {"imageRef": "`+activeImage+`"}}`, nil)
+		if got := seen.take(); !slices.Equal(got, []string{c.want}) {
+			t.Errorf("rebuild with token %q: Glance saw %q, want %q", c.token, got, c.want)
+		}
 	}
 }
 
