@@ -43,6 +43,11 @@ type caller struct {
 	static bool
 	// project and user: the token's (empty for static tokens).
 	project, user string
+	// keystoneToken is the caller's token when Keystone issued it: the one
+	// credential corral may pass on to Glance and Ironic, where the caller's
+	// own authority is meant. Empty for corral's static tokens, which never
+	// leave corral.
+	keystoneToken string
 }
 
 const ctxCaller = "caller"
@@ -161,7 +166,7 @@ func (s *Server) authenticate(c echo.Context) (caller, error) {
 	case err != nil:
 		return caller{}, err
 	}
-	cl := caller{project: id.ProjectID, user: id.UserID}
+	cl := caller{project: id.ProjectID, user: id.UserID, keystoneToken: tok}
 	switch {
 	case id.HasRole("admin"):
 		cl.role = RoleAdmin

@@ -30,8 +30,9 @@ type BaremetalNode struct {
 var ErrBaremetalNodeNotFound = errors.New("bare-metal node not found")
 
 // BaremetalNodes reaches Ironic for the proxy. token is the caller's
-// token when corral authenticates callers with Keystone (the source
-// forwards it to Ironic), empty otherwise.
+// Keystone token, which the source may forward so that Ironic answers
+// with the caller's rights; it is empty for a caller with one of corral's
+// static tokens, and the source then asks as corral itself.
 type BaremetalNodes interface {
 	BaremetalNodes(ctx context.Context, token string) ([]BaremetalNode, error)
 	BaremetalNode(ctx context.Context, id, token string) (BaremetalNode, error)
@@ -59,8 +60,6 @@ func (p BaremetalProxy) check(c echo.Context) error {
 	return nil
 }
 
-func callerToken(c echo.Context) string { return c.Request().Header.Get("X-Auth-Token") }
-
 func baremetalView(n BaremetalNode, withInstance bool) map[string]any {
 	ifs := make([]map[string]any, 0, len(n.MACs))
 	for _, m := range n.MACs {
@@ -83,7 +82,7 @@ func (p BaremetalProxy) List(c echo.Context) error {
 	if err := p.check(c); err != nil {
 		return err
 	}
-	nodes, err := p.Source.BaremetalNodes(c.Request().Context(), callerToken(c))
+	nodes, err := p.Source.BaremetalNodes(c.Request().Context(), callerOf(c).keystoneToken)
 	if err != nil {
 		return fmt.Errorf("listing Ironic's nodes: %w", err)
 	}
@@ -100,7 +99,7 @@ func (p BaremetalProxy) Show(c echo.Context) error {
 		return err
 	}
 	id := c.Param("id")
-	n, err := p.Source.BaremetalNode(c.Request().Context(), id, callerToken(c))
+	n, err := p.Source.BaremetalNode(c.Request().Context(), id, callerOf(c).keystoneToken)
 	if errors.Is(err, ErrBaremetalNodeNotFound) {
 		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("Node %s could not be found.", id))
 	}

@@ -14,8 +14,10 @@ import (
 )
 
 // ImageService reads images from Glance (*glance.Client implements it).
-// Errors wrap glance.ErrNotFound, glance.ErrUnauthorized or
-// glance.ErrUnavailable.
+// token is the caller's Keystone token; empty for a caller with one of
+// corral's static tokens, which never leave corral: the service then
+// reads as corral's own service user, if it has one. Errors wrap
+// glance.ErrNotFound, glance.ErrUnauthorized or glance.ErrUnavailable.
 type ImageService interface {
 	Image(ctx context.Context, token, id string) (glance.Image, error)
 }
@@ -26,7 +28,9 @@ type ImageService interface {
 // With an image service configured ([glance]), imageRef is a Glance image
 // id (a UUID, or a link ending in one): the image must exist and be
 // active, as Nova checks, and Ironic fetches it from Glance. It is looked
-// up with the caller's own token, so it must be a Keystone token.
+// up with the caller's Keystone token (the caller's own rights, as Nova
+// does), or, for a caller with a static token, as corral's [glance]
+// service user.
 //
 // Without one, imageRef goes to Ironic as it is: an http(s):// URL Ironic
 // downloads (the simulator and `corral dev` take any), or whatever the
@@ -46,28 +50,20 @@ func (s *Server) checkImageRef(c echo.Context, ref string) (string, error) {
 	if uuid.Validate(id) != nil {
 		return "", badRequest("Invalid imageRef provided: %q is not a Glance image id; give the id of an active image (openstack image list)", ref)
 	}
-	im, err := s.cfg.Images.Image(c.Request().Context(), requestToken(c), id)
+	token := callerOf(c).keystoneToken
+	im, err := s.cfg.Images.Image(c.Request().Context(), token, id)
 	switch {
 	case errors.Is(err, glance.ErrNotFound):
 		return "", badRequest("Image %s could not be found.", id)
+	case errors.Is(err, glance.ErrUnauthorized) && token == "":
+		return "", badRequest("Image %s could not be read as corral (%v): boot with a Keystone token, "+
+			"or give corral a Glance service user ([glance] auth_type = password)", id, err)
 	case errors.Is(err, glance.ErrUnauthorized):
-		return "", badRequest("Image %s could not be read with this token (%v): boot with a Keystone token", id, err)
+		return "", badRequest("Image %s could not be read with this token (%v)", id, err)
 	case err != nil:
 		return "", echo.NewHTTPError(http.StatusServiceUnavailable, fmt.Sprintf("cannot check image %s: %v", id, err))
 	case im.Status != "active":
 		return "", badRequest("Image %s is not active (status %s).", id, im.Status)
 	}
 	return im.ID, nil
-}
-
-// requestToken is the token the request came with.
-func requestToken(c echo.Context) string {
-	h := c.Request().Header
-	if t := h.Get("X-Auth-Token"); t != "" {
-		return t
-	}
-	if b, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
-		return strings.TrimSpace(b)
-	}
-	return ""
 }

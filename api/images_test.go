@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,10 +20,19 @@ const (
 	queuedImage = "7b5f2a1e-0000-4000-8000-000000000002"
 )
 
-// fakeGlance serves two images to requests carrying adminToken.
+// glanceServiceToken is corral's own token in Glance (staticSource).
+const glanceServiceToken = "glance-service-token"
+
+// staticSource is a glance.TokenSource with one token.
+type staticSource string
+
+func (s staticSource) Token(context.Context) (string, error) { return string(s), nil }
+func (s staticSource) Refused(string)                        {}
+
+// fakeGlance serves two images to requests carrying corral's service token.
 func fakeGlance(t *testing.T) *httptest.Server {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Auth-Token") != adminToken {
+		if r.Header.Get("X-Auth-Token") != glanceServiceToken {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
@@ -43,7 +53,7 @@ func fakeGlance(t *testing.T) *httptest.Server {
 func TestImageRefWithGlance(t *testing.T) {
 	h := startCluster(t, 1)
 	p := h.Leader(10 * time.Second)
-	gc, err := glance.New(fakeGlance(t).URL, nil)
+	gc, err := glance.New(fakeGlance(t).URL, nil, glance.WithServiceToken(staticSource(glanceServiceToken)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,8 +128,9 @@ type keystoneEnv struct {
 }
 
 // newKeystoneEnv starts a one-peer cluster whose API validates tokens
-// against a fake Keystone with the given token_cache_time.
-func newKeystoneEnv(t *testing.T, cacheTime time.Duration) *keystoneEnv {
+// against a fake Keystone with the given token_cache_time; each with
+// changes the API's configuration.
+func newKeystoneEnv(t *testing.T, cacheTime time.Duration, with ...func(*api.Config)) *keystoneEnv {
 	t.Helper()
 	ks := newFakeKeystone(t)
 	h := startCluster(t, 1)
@@ -140,13 +141,17 @@ func newKeystoneEnv(t *testing.T, cacheTime time.Duration) *keystoneEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Config{
+	cfg := api.Config{
 		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
 		Keystone: v,
 		Registry: p.Registry,
 		Gatherer: p.Registry,
 		Logger:   slog.New(slog.DiscardHandler),
-	}, p.Node)
+	}
+	for _, f := range with {
+		f(&cfg)
+	}
+	srv, err := api.New(cfg, p.Node)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,3 +200,20 @@ func CheckAuth(ctx context.Context, opts Options) error {
 	_, _, err := serviceClient(ctx, opts)
 	return err
 }
+
+// WithToken returns a client that presents token, a caller's own Keystone token, instead of its
+// own credentials, so that a Keystone-protected Ironic answers with the caller's rights (a 403 or
+// a narrower listing where the caller may see less). It shares everything else with c (endpoint,
+// microversion, HTTP client, metrics) and never re-authenticates: a 401 is the caller's to handle.
+// Use it only with a client of AuthPassword; an Ironic without Keystone does not judge tokens.
+func (c *Client) WithToken(token string) *Client {
+	base := c.sc.ProviderClient
+	pc := &gophercloud.ProviderClient{HTTPClient: base.HTTPClient, UserAgent: base.UserAgent,
+		RetryBackoffFunc: base.RetryBackoffFunc, MaxBackoffRetries: base.MaxBackoffRetries}
+	pc.SetToken(token)
+	sc := *c.sc
+	sc.ProviderClient = pc
+	cc := *c
+	cc.sc = &sc
+	return &cc
+}

@@ -3,6 +3,7 @@ package ironic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,10 +11,14 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/ironic/sim"
 )
 
 // keystoneIronic is the service user's [ironic] auth of the control plane scripts/openstack-up.sh
@@ -125,5 +130,68 @@ func TestKeystoneAuthErrors(t *testing.T) {
 		if !errors.Is(err, ErrAuthentication) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrAuthentication naming %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestWithToken: a client from WithToken presents the caller's token and never re-authenticates
+// on a 401; the client it came from keeps its own credentials.
+func TestWithToken(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	s := sim.New(sim.Options{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := r.Header.Get("X-Auth-Token")
+		mu.Lock()
+		seen = append(seen, tok)
+		mu.Unlock()
+		if tok == "expired" {
+			http.Error(w, `{"error_message": "{\"faultstring\": \"Authentication required\"}"}`, http.StatusUnauthorized)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	var logins atomic.Int64
+	ks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logins.Add(1)
+		w.Header().Set("X-Subject-Token", "svc-token")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"token": {"expires_at": %q, "methods": ["password"], "catalog": []}}`,
+			time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	}))
+	t.Cleanup(func() { ts.Close(); ks.Close(); s.Close() })
+	ctx := context.Background()
+	c, err := New(ctx, Options{URL: ts.URL, Logger: quiet(), Auth: Auth{Type: AuthPassword, AuthURL: ks.URL + "/v3",
+		Username: "corral", Password: "pw", ProjectName: "service"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	take := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+	take()
+	if _, err := c.WithToken("user-token").ListNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(); len(got) == 0 || slices.ContainsFunc(got, func(s string) bool { return s != "user-token" }) {
+		t.Fatalf("WithToken's client sent %q, want only the caller's token", got)
+	}
+	if _, err := c.ListNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(); len(got) == 0 || slices.ContainsFunc(got, func(s string) bool { return s != "svc-token" }) {
+		t.Fatalf("the original client sent %q, want only its service token", got)
+	}
+	before := logins.Load()
+	_, err = c.WithToken("expired").ListNodes(ctx)
+	if StatusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("a refused caller's token: %v, want Ironic's 401", err)
+	}
+	if got := take(); len(got) != 1 || logins.Load() != before {
+		t.Fatalf("a refused caller's token was sent %d times (%q) with %d new logins, want once and none",
+			len(got), got, logins.Load()-before)
 	}
 }

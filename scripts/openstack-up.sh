@@ -9,12 +9,14 @@
 #   admin (bootstrap; project admin, role admin)
 #   project service: service users corral, ironic, glance (role admin)
 #   project demo-a: alice (member), carol (reader);  project demo-b: bob (member)
+#   role baremetal_denied (no user has it): Ironic's policy.yaml refuses node listings (403) and nodes (404) to a token
+#     with it, whatever its other roles, so that a test can tell whether a caller's own token reached Ironic
 #   catalog (RegionOne, public/internal/admin): identity, baremetal (Ironic), image (Glance), and
 #   corral's own compute (CORRAL_COMPUTE_URL) and placement (CORRAL_PLACEMENT_URL).
 # More services go in the catalog with OPENSTACK_EXTRA_ENDPOINTS=name:type:url.
 #
 # stdout: exactly one line, the path of $OPENSTACK_DIR/openstack.env (KEY=VALUE lines: OS_* for the
-# admin, KEYSTONE_URL, IRONIC_URL (also as OPENSTACK_IRONIC_URL), every user's name/password/project;
+# admin, KEYSTONE_URL, IRONIC_URL (also as OPENSTACK_IRONIC_URL), every user's name/password/project, BAREMETAL_DENIED_ROLE;
 # load with `set -a; . FILE; set +a`, in a subshell where it must not replace a noauth Ironic's IRONIC_URL).
 # Everything else goes to stderr. Running it again while up changes nothing and takes well under a second.
 #
@@ -190,6 +192,9 @@ if [[ $OPENSTACK_WITH_GLANCE == 1 ]]; then
 	ironic_conf+="endpoint_override = $GLANCE_URL"$'\n'
 fi
 if [[ $OPENSTACK_WITH_IRONIC == 1 ]]; then
+	# Role baremetal_denied is refused node listings and nodes (scripts/ironic-policy.yaml).
+	mkdir -p "$OPENSTACK_DIR/ironic"
+	cp "$SCRIPTS_DIR/ironic-policy.yaml" "$OPENSTACK_DIR/ironic/policy.yaml"
 	ironic_debug=0
 	[[ $OPENSTACK_DEBUG == 1 ]] && ironic_debug=1
 	IRONIC_DIR="$OPENSTACK_DIR/ironic" IRONIC_HOST=$OPENSTACK_HOST IRONIC_PORT=$OPENSTACK_IRONIC_PORT \
@@ -396,7 +401,8 @@ endpoints=(
 [[ $OPENSTACK_WITH_GLANCE == 1 ]] && endpoints+=("glance:image:$GLANCE_URL")
 for e in $OPENSTACK_EXTRA_ENDPOINTS; do endpoints+=("$e"); done
 # Skipped when this same Keystone process was provisioned with the same inputs (OPENSTACK_RECHECK=1 forces it).
-provisioned="keystone_pid=$(cat "$KSPIDFILE") users=${SERVICE_USERS[*]} endpoints=${endpoints[*]} passwords_sha256="
+EXTRA_ROLES=(baremetal_denied)
+provisioned="keystone_pid=$(cat "$KSPIDFILE") users=${SERVICE_USERS[*]} roles=${EXTRA_ROLES[*]} endpoints=${endpoints[*]} passwords_sha256="
 provisioned+=$(printf '%s\n' "$OS_ADMIN_PASSWORD" "$OPENSTACK_SERVICE_PASSWORD" "$OPENSTACK_DEMO_PASSWORD" | sha256sum | cut -d' ' -f1)
 if [[ $OPENSTACK_RECHECK != 1 && -f $KSDIR/provisioned && $(cat "$KSDIR/provisioned") == "$provisioned" ]]; then
 	log "Keystone's projects, users, roles and catalog are in place (provisioned by this Keystone process)"
@@ -405,7 +411,7 @@ else
 	rm -f "$KSDIR/provisioned"
 	env -u PYTHONPATH -u PYTHONHOME KS_URL="$KEYSTONE_URL/v3" ADMIN_PASSWORD="$OS_ADMIN_PASSWORD" \
 		SERVICE_USERS="${SERVICE_USERS[*]}" SERVICE_PASSWORD="$OPENSTACK_SERVICE_PASSWORD" \
-		DEMO_PASSWORD="$OPENSTACK_DEMO_PASSWORD" ENDPOINTS="${endpoints[*]}" "$PY" - <<'EOF' ||
+		DEMO_PASSWORD="$OPENSTACK_DEMO_PASSWORD" ENDPOINTS="${endpoints[*]}" EXTRA_ROLES="${EXTRA_ROLES[*]}" "$PY" - <<'EOF' ||
 import json, os, sys, time, urllib.error, urllib.request
 
 URL = os.environ["KS_URL"]
@@ -489,6 +495,11 @@ roles = {r["name"]: r["id"] for r in find("roles", "roles")}
 for needed in ("admin", "member", "reader"):
     if needed not in roles:
         raise SystemExit("Keystone has no role %r after bootstrap" % needed)
+for name in os.environ["EXTRA_ROLES"].split():
+    if name not in roles:
+        _, _, body = call("POST", "/roles", {"role": {"name": name}}, admin)
+        roles[name] = body["role"]["id"]
+        print("created role", name, file=sys.stderr)
 
 
 def grant(project_id, user_id, role):
@@ -643,6 +654,7 @@ tmp="$ENVFILE.tmp"
 	echo "CORRAL_COMPUTE_URL=$CORRAL_COMPUTE_URL"
 	echo "CORRAL_PLACEMENT_URL=$CORRAL_PLACEMENT_URL"
 	echo "SERVICE_PROJECT=service"
+	echo "BAREMETAL_DENIED_ROLE=baremetal_denied"
 	for u in "${SERVICE_USERS[@]}"; do
 		U=${u^^}
 		echo "${U}_SERVICE_USERNAME=$u"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,9 +66,25 @@ func errorText(resp *http.Response, body []byte) string {
 	return resp.Status
 }
 
+// conn is one Keystone and how it is reached, shared by a Validator and its ServiceToken.
+type conn struct {
+	opts Options // with defaults
+	base string  // Keystone's v3 root
+	hc   *http.Client
+	m    *metrics
+}
+
+// defaultHTTPClient reaches Keystone directly, never through an environment proxy.
+func defaultHTTPClient(opts Options) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.DialContext = (&net.Dialer{Timeout: opts.HTTPConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	return &http.Client{Transport: tr}
+}
+
 // do sends one request to Keystone and reads its whole (bounded) answer. call names the request in
 // metrics; a failure to get any answer is reported as an error wrapping ErrUnavailable.
-func (v *Validator) do(ctx context.Context, call string, req *http.Request) (*http.Response, []byte, error) {
+func (v *conn) do(ctx context.Context, call string, req *http.Request) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.opts.HTTPRequestTimeout)
 	defer cancel()
 	start := time.Now()
@@ -97,7 +114,7 @@ func codeOf(err error) string {
 }
 
 // authenticate gets a new project-scoped service token with the service user's password.
-func (v *Validator) authenticate(ctx context.Context) (token string, renewAt time.Time, err error) {
+func (v *conn) authenticate(ctx context.Context) (token string, renewAt time.Time, err error) {
 	o := v.opts
 	var doc struct {
 		Auth struct {

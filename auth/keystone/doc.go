@@ -3,7 +3,8 @@
 // is valid, and answers with the caller's identity (user, project, domain, roles, expiry).
 //
 // It owns: the options an operator knows from a [keystone_authtoken] section, the service token
-// (password authentication, renewed before it expires and when Keystone refuses it), a cache of valid
+// (ServiceToken: password authentication, renewed before it expires and when Keystone or another
+// service refuses it; corral also presents one to Glance for callers without a Keystone token), a cache of valid
 // answers bounded by token_cache_time and by each token's expiry, the coalescing of concurrent
 // validations of one token into a single Keystone request, and the split between a token that is not
 // valid (ErrInvalidToken: an API answers 401 with the WWW-Authenticate value) and a Keystone that cannot

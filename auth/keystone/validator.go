@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -67,21 +66,14 @@ func (id Identity) clone() Identity {
 
 // Validator validates tokens against one Keystone. It is safe for concurrent use.
 type Validator struct {
-	opts Options
-	base string // Keystone's v3 root
-	hc   *http.Client
-	now  func() time.Time
-	log  *slog.Logger
-	m    *metrics
+	*conn
+	now func() time.Time
+	log *slog.Logger
+	svc *ServiceToken
 
 	mu      sync.Mutex
 	cache   map[[32]byte]entry
 	flights map[[32]byte]*flight
-
-	svcSlot    chan struct{} // one service-token request at a time
-	svcMu      sync.Mutex
-	svcToken   string
-	svcRenewAt time.Time
 }
 
 type entry struct {
@@ -121,24 +113,19 @@ func New(opts Options, reg prometheus.Registerer, options ...Option) (*Validator
 		return nil, err
 	}
 	v := &Validator{
-		opts:    opts,
-		base:    opts.identityV3(),
+		conn:    &conn{opts: opts, base: opts.identityV3(), m: m},
 		now:     time.Now,
 		log:     slog.Default(),
-		m:       m,
 		cache:   make(map[[32]byte]entry),
 		flights: make(map[[32]byte]*flight),
-		svcSlot: make(chan struct{}, 1),
 	}
 	for _, o := range options {
 		o(v)
 	}
 	if v.hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.Proxy = nil // Keystone is reached directly, never through an environment proxy
-		tr.DialContext = (&net.Dialer{Timeout: opts.HTTPConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
-		v.hc = &http.Client{Transport: tr}
+		v.hc = defaultHTTPClient(opts)
 	}
+	v.svc = newServiceToken(v.conn, v.now)
 	return v, nil
 }
 
@@ -275,7 +262,7 @@ func (v *Validator) store(key [32]byte, e entry, now time.Time) {
 // validateRemote asks Keystone, renewing the service token once if Keystone refuses it.
 func (v *Validator) validateRemote(ctx context.Context, token string) (Identity, error) {
 	for attempt := 0; ; attempt++ {
-		svc, err := v.serviceToken(ctx)
+		svc, err := v.svc.Token(ctx)
 		if err != nil {
 			return Identity{}, err
 		}
@@ -283,50 +270,11 @@ func (v *Validator) validateRemote(ctx context.Context, token string) (Identity,
 		if !errors.Is(err, errServiceRefused) {
 			return id, err
 		}
-		v.dropServiceToken(svc)
+		v.svc.Refused(svc)
 		if attempt > 0 {
 			return Identity{}, fmt.Errorf("%w: Keystone refuses a service token it has just issued: %w",
 				ErrUnavailable, err)
 		}
 		v.log.Info("keystone: the service token was refused; getting a new one", "auth_url", v.opts.AuthURL)
-	}
-}
-
-// serviceToken returns a service token that is not due for renewal, getting one when needed.
-func (v *Validator) serviceToken(ctx context.Context) (string, error) {
-	if tok, ok := v.currentServiceToken(); ok {
-		return tok, nil
-	}
-	select {
-	case v.svcSlot <- struct{}{}:
-	case <-ctx.Done():
-		return "", fmt.Errorf("%w: waiting for a service token: %w", ErrUnavailable, ctx.Err())
-	}
-	defer func() { <-v.svcSlot }()
-	if tok, ok := v.currentServiceToken(); ok { // another caller got one meanwhile
-		return tok, nil
-	}
-	tok, renewAt, err := v.authenticate(ctx)
-	if err != nil {
-		return "", err
-	}
-	v.svcMu.Lock()
-	v.svcToken, v.svcRenewAt = tok, renewAt
-	v.svcMu.Unlock()
-	return tok, nil
-}
-
-func (v *Validator) currentServiceToken() (string, bool) {
-	v.svcMu.Lock()
-	defer v.svcMu.Unlock()
-	return v.svcToken, v.svcToken != "" && v.now().Before(v.svcRenewAt)
-}
-
-// dropServiceToken forgets the service token if it is still the one Keystone refused.
-func (v *Validator) dropServiceToken(refused string) {
-	v.svcMu.Lock()
-	defer v.svcMu.Unlock()
-	if v.svcToken == refused {
-		v.svcToken, v.svcRenewAt = "", time.Time{}
 	}
 }

@@ -102,7 +102,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		tokens[t] = api.RoleAdmin
 	}
 	tokens[cfg.peerToken()] = api.RoleAdmin
-	bmSource := &baremetalSource{}
+	bmSource := newBaremetalSource(cfg.Ironic) // baremetal_proxy.go
 	apiCfg := api.Config{Tokens: tokens, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit, Operator: node,
 		Limits: cfg.Limits, MetricsRequireAuth: cfg.MetricsRequireAuth}
 	if err := a.startAuth(&apiCfg, reg); err != nil {
@@ -112,8 +112,13 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	}
 	if cfg.ironicEnabled() {
 		apiCfg.BaremetalNodes = bmSource
+		with := "corral's [ironic] credentials"
+		if bmSource.forward {
+			with = "the caller's Keystone token (static tokens: corral's [ironic] credentials)"
+		}
+		logger.Info("os-baremetal-nodes asks Ironic", "with", with)
 	}
-	if apiCfg.Images, err = cfg.images(); err != nil { // config_glance.go
+	if apiCfg.Images, err = a.images(reg); err != nil { // config_glance.go
 		_ = node.Shutdown()
 		_ = ln.Close()
 		return nil, err

@@ -19,79 +19,80 @@ type ironicBaremetal struct {
 	ir *ironic.Client
 }
 
-var _ api.BaremetalNodes = ironicBaremetal{}
+// Which credentials the os-baremetal-nodes proxy presents to Ironic for a
+// caller with a Keystone token ([ironic] baremetal_proxy_auth).
+const (
+	proxyAuthUser    = "user"    // the caller's own token (Nova's proxy forwarded it), with auth_type password
+	proxyAuthService = "service" // corral's [ironic] credentials
+)
 
 // baremetalSource is the proxy's source in an agent: the API starts before
 // the agent has reached Ironic, so it answers 503 until set is called
-// with the connected client. With forwardToken (callers authenticated by
-// Keystone), the caller's token goes to Ironic; the client must then use
-// baremetalHTTPClient.
+// with the connected client. With forward, a caller's Keystone token goes
+// to Ironic, which answers with the caller's rights; every other request
+// (a caller with one of corral's static tokens) is made with the client's
+// own credentials.
 type baremetalSource struct {
-	forwardToken bool
-	p            atomic.Pointer[ironic.Client]
+	forward bool
+	p       atomic.Pointer[ironic.Client]
 }
 
 var _ api.BaremetalNodes = (*baremetalSource)(nil)
 
+// newBaremetalSource forwards callers' tokens when Ironic judges Keystone
+// tokens (auth_type password) and baremetal_proxy_auth is user.
+func newBaremetalSource(cfg ironicConfig) *baremetalSource {
+	return &baremetalSource{forward: cfg.Auth.Type == ironic.AuthPassword && cfg.ProxyAuth != proxyAuthService}
+}
+
 // set gives the source its connected Ironic client.
 func (b *baremetalSource) set(c *ironic.Client) { b.p.Store(c) }
 
-func (b *baremetalSource) get(token string) (ironicBaremetal, string, error) {
+func (b *baremetalSource) get(token string) (ironicBaremetal, error) {
 	c := b.p.Load()
 	if c == nil {
-		return ironicBaremetal{}, "", fmt.Errorf("%w: this peer has not reached Ironic yet; retry", cluster.ErrNotReady)
+		return ironicBaremetal{}, fmt.Errorf("%w: this peer has not reached Ironic yet; retry", cluster.ErrNotReady)
 	}
-	if !b.forwardToken {
-		token = ""
+	if b.forward && token != "" {
+		c = c.WithToken(token)
 	}
-	return ironicBaremetal{ir: c}, token, nil
+	return ironicBaremetal{ir: c}, nil
+}
+
+// refused turns Ironic's refusal of a forwarded token into the caller's:
+// 401 (Keystone no longer takes the token) or 403 (Ironic's policy does
+// not let the caller do it).
+func (b *baremetalSource) refused(token string, err error) error {
+	if err == nil || !b.forward || token == "" {
+		return err
+	}
+	switch ironic.StatusOf(err) {
+	case http.StatusUnauthorized:
+		return fmt.Errorf("%w: Ironic refused your token: %w", api.ErrUnauthorized, err)
+	case http.StatusForbidden:
+		return fmt.Errorf("%w: Ironic's policy does not let your token do this: %w", api.ErrForbidden, err)
+	}
+	return err
 }
 
 // BaremetalNodes implements api.BaremetalNodes.
 func (b *baremetalSource) BaremetalNodes(ctx context.Context, token string) ([]api.BaremetalNode, error) {
-	ib, tok, err := b.get(token)
+	ib, err := b.get(token)
 	if err != nil {
 		return nil, err
 	}
-	return ib.BaremetalNodes(ctx, tok)
+	nodes, err := ib.BaremetalNodes(ctx)
+	return nodes, b.refused(token, err)
 }
 
 // BaremetalNode implements api.BaremetalNodes.
 func (b *baremetalSource) BaremetalNode(ctx context.Context, id, token string) (api.BaremetalNode, error) {
-	ib, tok, err := b.get(token)
+	ib, err := b.get(token)
 	if err != nil {
 		return api.BaremetalNode{}, err
 	}
-	return ib.BaremetalNode(ctx, id, tok)
-}
-
-// callerTokenKey carries the caller's token to the Ironic transport.
-type callerTokenKey struct{}
-
-// tokenTransport sends the caller's token (when the request context has
-// one) to Ironic as X-Auth-Token: with Keystone, Ironic then answers
-// with the caller's rights.
-type tokenTransport struct{ base http.RoundTripper }
-
-func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if tok, _ := r.Context().Value(callerTokenKey{}).(string); tok != "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("X-Auth-Token", tok)
-	}
-	return t.base.RoundTrip(r)
-}
-
-// baremetalHTTPClient is the HTTP client of an Ironic client that
-// forwards callers' tokens.
-func baremetalHTTPClient() *http.Client {
-	return &http.Client{Transport: tokenTransport{base: ironic.NewTransport()}}
-}
-
-func withToken(ctx context.Context, token string) context.Context {
-	if token == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, callerTokenKey{}, token)
+	n, err := ib.BaremetalNode(ctx, id)
+	return n, b.refused(token, err)
 }
 
 func baremetalFromNode(n ironic.Node, ports []ironic.Port) api.BaremetalNode {
@@ -107,9 +108,8 @@ func baremetalFromNode(n ironic.Node, ports []ironic.Port) api.BaremetalNode {
 	return out
 }
 
-// BaremetalNodes implements api.BaremetalNodes.
-func (b ironicBaremetal) BaremetalNodes(ctx context.Context, token string) ([]api.BaremetalNode, error) {
-	ctx = withToken(ctx, token)
+// BaremetalNodes lists every node with its ports.
+func (b ironicBaremetal) BaremetalNodes(ctx context.Context) ([]api.BaremetalNode, error) {
 	nodes, err := b.ir.ListNodes(ctx)
 	if err != nil {
 		return nil, err
@@ -129,9 +129,8 @@ func (b ironicBaremetal) BaremetalNodes(ctx context.Context, token string) ([]ap
 	return out, nil
 }
 
-// BaremetalNode implements api.BaremetalNodes.
-func (b ironicBaremetal) BaremetalNode(ctx context.Context, id, token string) (api.BaremetalNode, error) {
-	ctx = withToken(ctx, token)
+// BaremetalNode reads one node with its ports.
+func (b ironicBaremetal) BaremetalNode(ctx context.Context, id string) (api.BaremetalNode, error) {
 	n, err := b.ir.GetNode(ctx, id)
 	if errors.Is(err, ironic.ErrNotFound) {
 		return api.BaremetalNode{}, fmt.Errorf("%w: %w", api.ErrBaremetalNodeNotFound, err)

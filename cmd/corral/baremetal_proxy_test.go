@@ -23,11 +23,15 @@ func TestBaremetalSource(t *testing.T) {
 		mu.Lock()
 		seen[r.Header.Get("X-Auth-Token")] = true
 		mu.Unlock()
+		if r.Header.Get("X-Auth-Token") == "refused-token" {
+			http.Error(w, `{"error_message": "{\"faultstring\": \"baremetal:node:list is disallowed by policy\"}"}`, http.StatusForbidden)
+			return
+		}
 		s.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { ts.Close(); s.Close() })
 	ctx := context.Background()
-	c, err := ironic.New(ctx, ironic.Options{URL: ts.URL, HTTPClient: baremetalHTTPClient(), Logger: slog.New(slog.DiscardHandler)})
+	c, err := ironic.New(ctx, ironic.Options{URL: ts.URL, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +44,7 @@ func TestBaremetalSource(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src := &baremetalSource{forwardToken: true}
+	src := &baremetalSource{forward: true}
 	if _, err := src.BaremetalNodes(ctx, "tok"); !errors.Is(err, cluster.ErrNotReady) {
 		t.Fatalf("before Ironic answers: %v, want ErrNotReady", err)
 	}
@@ -61,7 +65,11 @@ func TestBaremetalSource(t *testing.T) {
 	if _, err := src.BaremetalNode(ctx, "00000000-0000-4000-8000-000000000000", ""); !errors.Is(err, api.ErrBaremetalNodeNotFound) {
 		t.Fatalf("unknown node: %v", err)
 	}
-	// Without Keystone, the caller's (corral) token is not Ironic's business.
+	// Ironic's refusal of a forwarded token is the caller's: 403.
+	if _, err := src.BaremetalNodes(ctx, "refused-token"); !errors.Is(err, api.ErrForbidden) {
+		t.Fatalf("Ironic refused the caller's token: %v, want api.ErrForbidden", err)
+	}
+	// Without forwarding, the caller's token is not Ironic's business.
 	noFwd := &baremetalSource{}
 	noFwd.set(c)
 	if _, err := noFwd.BaremetalNode(ctx, node, "corral-token"); err != nil {
@@ -71,5 +79,24 @@ func TestBaremetalSource(t *testing.T) {
 	defer mu.Unlock()
 	if seen["corral-token"] {
 		t.Fatal("a corral token was sent to Ironic")
+	}
+}
+
+// TestBaremetalSourceForwards: callers' tokens are forwarded only to a
+// Keystone-protected Ironic (auth_type password), unless
+// baremetal_proxy_auth = service.
+func TestBaremetalSourceForwards(t *testing.T) {
+	for _, c := range []struct {
+		auth, proxy string
+		want        bool
+	}{
+		{ironic.AuthPassword, proxyAuthUser, true},
+		{ironic.AuthPassword, proxyAuthService, false},
+		{ironic.AuthNone, proxyAuthUser, false},
+		{ironic.AuthHTTPBasic, proxyAuthUser, false},
+	} {
+		if got := newBaremetalSource(ironicConfig{Auth: ironic.Auth{Type: c.auth}, ProxyAuth: c.proxy}).forward; got != c.want {
+			t.Errorf("auth_type %s, baremetal_proxy_auth %s: forward %v, want %v", c.auth, c.proxy, got, c.want)
+		}
 	}
 }

@@ -58,8 +58,8 @@ type agentConfig struct {
 	// [keystone_authtoken].
 	AuthStrategy string
 	Keystone     keystone.Options
-	// GlanceURL is [glance] url (config_glance.go).
-	GlanceURL string
+	// Glance is the [glance] section (config_glance.go).
+	Glance glanceConfig
 
 	// LegacyInventory is [workarounds]
 	// report_ironic_standard_resource_class_inventory.
@@ -113,6 +113,9 @@ type ironicConfig struct {
 	FullSyncInterval time.Duration
 	// Auth is how corral authenticates to Ironic (config_auth.go).
 	Auth ironic.Auth
+	// ProxyAuth is what the os-baremetal-nodes proxy presents to Ironic
+	// for a Keystone caller: proxyAuthUser or proxyAuthService.
+	ProxyAuth string
 }
 
 func defaultAgentConfig() agentConfig {
@@ -122,7 +125,7 @@ func defaultAgentConfig() agentConfig {
 		Bind: "127.0.0.1", HTTPPort: defaultHTTPPort, RaftPort: defaultRaftPort, GossipPort: defaultGossipPort,
 		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
 		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, FullSyncInterval: mirror.DefaultFullSyncInterval, RequestTimeout: 30 * time.Second,
-			DeployTimeout: 30 * time.Minute, MaxVersion: "1.82", DeployWait: "watch"},
+			DeployTimeout: 30 * time.Minute, MaxVersion: "1.82", DeployWait: "watch", ProxyAuth: proxyAuthUser},
 		DeletedRetention:       cluster.DefaultDeletedRetention,
 		TLS:                    tlsutil.Files{VerifyOutgoing: true},
 		Limits:                 api.Limits{MaxBodyBytes: api.DefaultMaxBodyBytes},
@@ -399,7 +402,7 @@ func (c *agentConfig) validate() error {
 	if len(c.AdminTokens) == 0 && (c.AuthStrategy != strategyKeystone || c.PeerToken == "") {
 		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment (with strategy keystone, [auth] peer_token is enough)"))
 	}
-	errs = append(errs, c.validateAuth())
+	errs = append(errs, c.validateAuth(), c.validateGlance())
 	for _, t := range append(append([]string{}, c.AdminTokens...), c.ReaderTokens...) {
 		if len(t) < 8 {
 			errs = append(errs, fmt.Errorf("token %q is too short: use at least 8 characters", t[:min(len(t), 3)]+"…"))

@@ -40,6 +40,7 @@ var authOptions = []option{
 	{section: "ironic", key: "project_domain_name", usage: "the Keystone project's domain (default Default)", set: str(func(c *agentConfig) *string { return &c.Ironic.Auth.ProjectDomainName })},
 	{section: "ironic", key: "region_name", usage: "region of the catalog's baremetal endpoint (default: any)", set: str(func(c *agentConfig) *string { return &c.Ironic.Auth.RegionName })},
 	{section: "ironic", key: "valid_interfaces", usage: "catalog interface of the baremetal endpoint: public (default), internal or admin", set: str(func(c *agentConfig) *string { return &c.Ironic.Auth.Interface })},
+	{section: "ironic", key: "baremetal_proxy_auth", usage: "what os-baremetal-nodes presents to Ironic for a Keystone caller: user (its own token, with auth_type password; default) or service (corral's [ironic] credentials)", set: proxyAuth},
 }
 
 func init() { options = append(options, authOptions...) }
@@ -57,6 +58,15 @@ func authStrategy(c *agentConfig, v string) error {
 		return nil
 	}
 	return fmt.Errorf("%q is not token (static tokens) or keystone", v)
+}
+
+func proxyAuth(c *agentConfig, v string) error {
+	switch v = strings.TrimSpace(v); v {
+	case proxyAuthUser, proxyAuthService:
+		c.Ironic.ProxyAuth = v
+		return nil
+	}
+	return fmt.Errorf("%q is not user (the caller's own Keystone token) or service (corral's [ironic] credentials)", v)
 }
 
 // validateAuth checks the strategy's options and [ironic]'s authentication.
@@ -106,8 +116,7 @@ func (a *agent) startAuth(apiCfg *api.Config, reg prometheus.Registerer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Ironic.RequestTimeout)
 	defer cancel()
-	if err := ironic.CheckAuth(ctx, ironic.Options{URL: a.cfg.Ironic.URL, Auth: a.cfg.Ironic.Auth,
-		HTTPClient: baremetalHTTPClient()}); err != nil {
+	if err := ironic.CheckAuth(ctx, ironic.Options{URL: a.cfg.Ironic.URL, Auth: a.cfg.Ironic.Auth}); err != nil {
 		return fmt.Errorf("[ironic] auth_type = password: %w", err)
 	}
 	return nil

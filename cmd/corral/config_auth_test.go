@@ -46,7 +46,7 @@ token_cache_time = 30
 	}
 }
 
-// TestConfigIronicAuth: [ironic] auth_type and the options each type needs.
+// TestConfigIronicAuth: [ironic] auth_type and the options each type needs, and [glance]'s service user.
 func TestConfigIronicAuth(t *testing.T) {
 	env := map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_NAME": "n"}
 	for _, c := range []struct {
@@ -61,6 +61,14 @@ func TestConfigIronicAuth(t *testing.T) {
 			[]string{"valid_interfaces"}},
 		{"password, endpoint from the catalog", "[ironic]\nauth_type = password\nauth_url = http://k:5000/v3\nusername = u\npassword = p\nproject_name = s\n", nil},
 		{"http_basic", "[ironic]\nurl = http://127.0.0.1:6385\nauth_type = http_basic\nusername = u\npassword = p\n", nil},
+		{"bad proxy auth", "[ironic]\nbaremetal_proxy_auth = caller\n", []string{"[ironic] baremetal_proxy_auth", "is not user"}},
+		{"proxy as the service user", "[ironic]\nurl = http://127.0.0.1:6385\nbaremetal_proxy_auth = service\n", nil},
+		{"glance password without its options", "[glance]\nauth_type = password\n",
+			[]string{"[glance] auth_type = password needs [glance] url", "[glance] auth_url is required", "[glance] username is required",
+				"[glance] password is required", "[glance] project_name is required"}},
+		{"glance unknown auth type", "[glance]\nurl = http://127.0.0.1:9292\nauth_type = token\n", []string{"[glance] auth_type \"token\" is not none or password"}},
+		{"glance bad url", "[glance]\nurl = 127.0.0.1:9292\n", []string{"[glance] url"}},
+		{"glance service user", "[glance]\nurl = http://127.0.0.1:9292\nauth_type = password\nauth_url = http://k:5000/v3\nusername = glance-reader\npassword = p\nproject_name = s\n", nil},
 	} {
 		_, err := load(t, []string{"--config", writeConfig(t, c.ini)}, env)
 		if len(c.want) == 0 {

@@ -417,6 +417,17 @@ user_domain_name = Default
 project_domain_name = Default
 region_name = RegionOne
 valid_interfaces = internal
+baremetal_proxy_auth = service
+
+[glance]
+url = http://10.1.2.30:9292
+auth_type = password
+auth_url = http://10.1.2.20:5000/v3
+username = corral-images
+password = glance-secret
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
 
 [failover]
 down_grace = 3s
@@ -469,7 +480,10 @@ func TestConfigFullExample(t *testing.T) {
 			FullSyncInterval: 15 * time.Minute, RequestTimeout: 20 * time.Second, DeployTimeout: 45 * time.Minute, Workers: 16, MaxVersion: "1.80",
 			OrphanGrace: time.Minute, DeployWait: "poll", Auth: ironic.Auth{Type: "none", AuthURL: "http://10.1.2.20:5000/v3",
 				Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",
-				ProjectDomainName: "Default", RegionName: "RegionOne", Interface: "internal"}},
+				ProjectDomainName: "Default", RegionName: "RegionOne", Interface: "internal"}, ProxyAuth: "service"},
+		Glance: glanceConfig{URL: "http://10.1.2.30:9292", AuthType: "password", Service: keystone.Options{
+			AuthURL: "http://10.1.2.20:5000/v3", Username: "corral-images", Password: "glance-secret", ProjectName: "service",
+			UserDomainName: "Default", ProjectDomainName: "Default"}},
 		AuthStrategy: "token",
 		Keystone: keystone.Options{AuthURL: "http://10.1.2.20:5000/v3", WWWAuthenticateURI: "http://keystone.example.com:5000",
 			Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",

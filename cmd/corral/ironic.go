@@ -23,8 +23,7 @@ func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.
 	for {
 		var err error
 		client, err = ironic.New(ctx, ironic.Options{URL: cfg.URL, Auth: cfg.Auth, MaxVersion: cfg.MaxVersion,
-			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg, UserAgent: "corral-host/" + node.Name(),
-			HTTPClient: baremetalHTTPClient()})
+			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg, UserAgent: "corral-host/" + node.Name()})
 		if err == nil {
 			bm.set(client)
 			break

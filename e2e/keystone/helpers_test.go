@@ -176,6 +176,12 @@ func (g *gate) url(authURL string) string {
 // reached as the corral service user.
 func (c *cloud) start(t *testing.T, n int, g *gate) *e2e.Cluster {
 	t.Helper()
+	return c.startAt(t, n, g, baseIP)
+}
+
+// startAt is start with the first agent on 127.0.0.<base> and more KEY=VALUE environment.
+func (c *cloud) startAt(t *testing.T, n int, g *gate, base int, extraEnv ...string) *e2e.Cluster {
+	t.Helper()
 	svc := []string{"USERNAME=" + c.env("CORRAL_SERVICE_USERNAME"), "PASSWORD=" + c.env("CORRAL_SERVICE_PASSWORD"),
 		"PROJECT_NAME=" + c.env("SERVICE_PROJECT")}
 	env := []string{"CORRAL_IRONIC_SYNC_INTERVAL=1s", "CORRAL_AUTH_STRATEGY=keystone",
@@ -186,7 +192,8 @@ func (c *cloud) start(t *testing.T, n int, g *gate) *e2e.Cluster {
 	for _, kv := range svc {
 		env = append(env, "CORRAL_KEYSTONE_AUTHTOKEN_"+kv, "CORRAL_IRONIC_"+kv)
 	}
-	cl := e2e.Start(t, n, e2e.Options{BaseIP: baseIP, Env: env, ExtraArgs: []string{"--config", readmeConfig(t)}})
+	env = append(env, extraEnv...)
+	cl := e2e.Start(t, n, e2e.Options{BaseIP: base, Env: env, ExtraArgs: []string{"--config", readmeConfig(t)}})
 	cl.AwaitReady(60 * time.Second)
 	for _, a := range cl.Agents {
 		if !a.Running() {
