@@ -31,9 +31,10 @@ type Node struct {
 	// display_name, capabilities, traits, ...).
 	InstanceInfo map[string]string
 	// CreatedAt and UpdatedAt are Ironic's timestamps (its own clock). UpdatedAt is zero
-	// while the node was never changed since it was created (Ironic's null); listings and
-	// GetNode read it, GetNode leaves CreatedAt zero. ProvisionUpdatedAt, read by GetNode,
-	// is when the provision state last changed.
+	// while the node was never changed since it was created (Ironic's null). Listings and
+	// GetNodeDetail read them; GetNode leaves them zero (?fields= cannot select them).
+	// ProvisionUpdatedAt, read by GetNode and GetNodeDetail, is when the provision state
+	// last changed.
 	CreatedAt, UpdatedAt, ProvisionUpdatedAt time.Time
 }
 
@@ -45,7 +46,7 @@ var nodeFields = []struct {
 	{"uuid", 1}, {"name", 5}, {"resource_class", 21}, {"provision_state", 1}, {"target_provision_state", 1},
 	{"power_state", 1}, {"target_power_state", 1}, {"maintenance", 1}, {"properties", 1}, {"traits", 37},
 	{"instance_uuid", 1}, {"allocation_uuid", 52}, {"last_error", 1}, {"instance_info", 1},
-	{"updated_at", 1}, {"provision_updated_at", 1},
+	{"provision_updated_at", 1},
 }
 
 // nodeJSON is Ironic's node document (the fields corral reads).
@@ -189,12 +190,22 @@ func (c *Client) GetNode(ctx context.Context, id string) (Node, error) {
 	return c.getNode(ctx, "GetNode", id)
 }
 
+// GetNodeDetail returns one node with its whole document, its timestamps included:
+// Ironic refuses created_at and updated_at in ?fields=, so GetNode cannot read them.
+func (c *Client) GetNodeDetail(ctx context.Context, id string) (Node, error) {
+	return c.readNode(ctx, "GetNodeDetail", id, false)
+}
+
 func (c *Client) getNode(ctx context.Context, call, id string) (Node, error) {
+	return c.readNode(ctx, call, id, true)
+}
+
+func (c *Client) readNode(ctx context.Context, call, id string, selected bool) (Node, error) {
 	if id == "" {
 		return Node{}, newError(call, ErrInvalid, "empty node id")
 	}
 	u := c.sc.ServiceURL("nodes", url.PathEscape(id))
-	if c.minor >= mvFields {
+	if selected && c.minor >= mvFields {
 		u += "?fields=" + url.QueryEscape(c.fieldsParam())
 	}
 	var j nodeJSON

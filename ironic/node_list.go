@@ -127,7 +127,7 @@ func (c *Client) ListNodesBrief(ctx context.Context) (nodes []Node, asOf time.Ti
 	}
 	var fields []string
 	for _, f := range strings.Split(c.fieldsParam(), ",") {
-		if f != "allocation_uuid" && f != "updated_at" && f != "provision_updated_at" {
+		if f != "allocation_uuid" && f != "provision_updated_at" {
 			fields = append(fields, f)
 		}
 	}

@@ -140,7 +140,7 @@ func briefMatches(t *testing.T, c *Client) {
 	}
 	for i := range full {
 		f, b := full[i], brief[i]
-		f.CreatedAt, f.UpdatedAt = time.Time{}, time.Time{}
+		f.CreatedAt, f.UpdatedAt, f.ProvisionUpdatedAt = time.Time{}, time.Time{}, time.Time{}
 		if !reflect.DeepEqual(f, b) {
 			t.Fatalf("node %d:\nbrief %+v\nfull  %+v", i, b, f)
 		}

@@ -150,6 +150,7 @@ func runProvisionerSuite(t *testing.T, url string, seed pvSeed, real bool) {
 		{"AllocationIdempotent", pvTestAllocationIdempotent},
 		{"AllocationError", pvTestAllocationError},
 		{"DeployLifecycle", pvTestDeployLifecycle},
+		{"Witnesses", pvTestWitnesses},
 		{"ReserveRelease", pvTestReserveRelease},
 		{"VIFs", pvTestVIFs},
 		{"Errors", pvTestErrors},
@@ -341,6 +342,48 @@ func pvTestDeployLifecycle(t *testing.T, c *Client, name func(string) string, se
 	pvWantErr(t, err, ErrNotFound, id)
 	pvNoErr(t, c.DeleteAllocation(ctx, id))
 	pvNoErr(t, c.Undeploy(ctx, ids[0]))
+}
+
+// What the driver's server actions rely on: Ironic changes a node's
+// updated_at as soon as it takes a power request, and its
+// provision_updated_at as soon as it takes a rebuild; GetNode reads the
+// latter, GetNodeDetail both.
+func pvTestWitnesses(t *testing.T, c *Client, name func(string) string, seed pvSeed, ctx context.Context) {
+	rc := name("rc")
+	seed(t, pvNode{Name: name("n"), ResourceClass: rc})
+	id := uuid.NewString()
+	a, err := c.CreateAllocation(ctx, AllocationRequest{UUID: id, Name: AllocationName(id), ResourceClass: rc})
+	pvNoErr(t, err)
+	if a, err = c.WaitAllocation(ctx, a.UUID); err != nil || a.State != "active" {
+		t.Fatalf("allocation %+v: %v", a, err)
+	}
+	spec := DeploySpec{ImageSource: "http://images.example/" + name("img") + ".qcow2"}
+	pvNoErr(t, c.Deploy(ctx, a.NodeUUID, spec))
+	_, err = c.WaitProvisionState(ctx, a.NodeUUID, "active")
+	pvNoErr(t, err)
+	before, err := c.GetNodeDetail(ctx, a.NodeUUID)
+	pvNoErr(t, err)
+	sel, err := c.GetNode(ctx, a.NodeUUID)
+	pvNoErr(t, err)
+	if before.UpdatedAt.IsZero() || before.ProvisionUpdatedAt.IsZero() || !sel.ProvisionUpdatedAt.Equal(before.ProvisionUpdatedAt) {
+		t.Fatalf("timestamps: detail updated %v provision %v, selected provision %v", before.UpdatedAt, before.ProvisionUpdatedAt, sel.ProvisionUpdatedAt)
+	}
+	pvNoErr(t, c.SetPowerState(ctx, a.NodeUUID, PowerReboot))
+	after, err := c.GetNodeDetail(ctx, a.NodeUUID)
+	pvNoErr(t, err)
+	if after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("a power request Ironic took left updated_at at %v", before.UpdatedAt)
+	}
+	_, err = c.WaitPowerState(ctx, a.NodeUUID, PowerOn)
+	pvNoErr(t, err)
+	pvNoErr(t, c.Rebuild(ctx, a.NodeUUID, DeploySpec{ImageSource: spec.ImageSource + "-2"}))
+	rebuilt, err := c.GetNode(ctx, a.NodeUUID)
+	pvNoErr(t, err)
+	if rebuilt.ProvisionUpdatedAt.Equal(before.ProvisionUpdatedAt) {
+		t.Fatalf("a rebuild Ironic took left provision_updated_at at %v (state %s)", before.ProvisionUpdatedAt, rebuilt.ProvisionState)
+	}
+	_, err = c.WaitProvisionState(ctx, a.NodeUUID, "active")
+	pvNoErr(t, err)
 }
 
 func pvTestReserveRelease(t *testing.T, c *Client, name func(string) string, seed pvSeed, ctx context.Context) {

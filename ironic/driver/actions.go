@@ -138,7 +138,9 @@ func (d *Driver) actNode(ctx context.Context, h *compute.Handle, s fsm.Server, w
 	if cur.Action == nil || cur.Action.Kind != s.Action.Kind || !cur.Action.RequestedAt.Equal(s.Action.RequestedAt) {
 		return ironic.Node{}, fmt.Errorf("%w: server %s no longer waits for this %s", compute.ErrStop, s.ID, s.Action.Kind)
 	}
-	n, err := d.ir.GetNode(ctx, s.NodeUUID)
+	// The whole node: a power change's witness, updated_at, is not one
+	// of the fields GetNode can select.
+	n, err := d.ir.GetNodeDetail(ctx, s.NodeUUID)
 	if err != nil {
 		return n, err
 	}

@@ -16,6 +16,7 @@ type Ironic interface {
 	SupportsAllocations() bool
 	ListNodes(ctx context.Context) ([]ironic.Node, error)
 	GetNode(ctx context.Context, id string) (ironic.Node, error)
+	GetNodeDetail(ctx context.Context, id string) (ironic.Node, error)
 	CreateAllocation(ctx context.Context, r ironic.AllocationRequest) (ironic.Allocation, error)
 	WaitAllocation(ctx context.Context, id string) (ironic.Allocation, error)
 	DeleteAllocation(ctx context.Context, id string) error

@@ -118,6 +118,9 @@ var nodeFieldNames = func() map[string]bool {
 	for _, k := range []string{"states", "portgroups", "volume"} {
 		out[k] = true
 	}
+	// Ironic selects neither timestamp with ?fields= (provision_updated_at it does).
+	delete(out, "created_at")
+	delete(out, "updated_at")
 	return out
 }()
 
