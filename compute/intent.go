@@ -16,20 +16,18 @@ import (
 // the side effect itself is never retried blindly.
 var ErrIntent = errors.New("the intent was not committed; the side effect was not taken")
 
-// IntentLease bounds how long after proposing an action's intent the owner
-// may still send its side effect: a commit slower than that, or a host
-// paused between the commit and the request, sends nothing, and the next
-// attempt commits a new intent. Whoever resumes an action under an intent
-// it did not commit itself (a new owner after a failover, this host after
-// a restart) waits until the intent's lease is over plus intentMargin
-// before it reads the backend to tell whether the side effect was taken.
-// The wait counts from when the resumer first saw itself own the server,
-// which is after the plan that moved it and so after the intent was
-// proposed: once it is over, the old owner can no longer send.
-const (
-	IntentLease  = 3 * time.Second
-	intentMargin = 3 * time.Second
-)
+// DefaultIntentLease bounds how long after proposing an action's intent
+// the owner may still send its side effect (Config.IntentLease): a commit
+// slower than that, or a host paused between the commit and the request,
+// sends nothing, and the next attempt commits a new intent. Whoever resumes
+// an action under an intent it did not commit itself (a new owner after a
+// failover, this host after a restart) waits until the intent's lease is
+// over, plus as long again as a margin, before it reads the backend to
+// tell whether the side effect was taken. The wait counts from when the
+// resumer first saw itself own the server, which is after the plan that
+// moved it and so after the intent was proposed: once it is over, the old
+// owner can no longer send.
+const DefaultIntentLease = 3 * time.Second
 
 // Lease is how long the side effect of a committed intent may still be
 // sent.
@@ -64,8 +62,9 @@ func (h *Handle) BeginAction(ctx context.Context, s fsm.Server, step, witness st
 		return Lease{}, fmt.Errorf("%w: not every live peer knows %s yet; the %s of server %s waits until every peer is upgraded",
 			ErrIntent, fsm.CmdStartServerAction, s.Action.Kind, s.ID)
 	}
+	lease := m.cfg.IntentLease
 	sent := time.Now()
-	deadline := sent.Add(IntentLease)
+	deadline := sent.Add(lease)
 	m.mu.Lock()
 	// Marked before the proposal: an intent whose commit this host never
 	// hears of may still be in the log, with this lease.
@@ -76,9 +75,9 @@ func (h *Handle) BeginAction(ctx context.Context, s fsm.Server, step, witness st
 	if err != nil {
 		return Lease{}, fmt.Errorf("%w: %s of server %s at epoch %d: %w", ErrIntent, step, s.ID, s.Epoch, err)
 	}
-	if took := time.Since(sent); took >= IntentLease {
+	if took := time.Since(sent); took >= lease {
 		return Lease{}, fmt.Errorf("%w: the intent to %s server %s took %s to commit, longer than the %s lease",
-			ErrIntent, step, s.ID, took.Round(time.Millisecond), IntentLease)
+			ErrIntent, step, s.ID, took.Round(time.Millisecond), lease)
 	}
 	return Lease{Deadline: deadline}, nil
 }
@@ -108,18 +107,18 @@ func (h *Handle) AwaitIntent(ctx context.Context, s fsm.Server) error {
 
 // intentSettles is when s's last intent can no longer be acted on.
 func (m *Manager) intentSettles(s fsm.Server) time.Time {
-	in := s.Action.Intent
+	in, lease := s.Action.Intent, m.cfg.IntentLease
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if mk, ok := m.intents[s.ID]; ok && in.Host == m.c.Name() && in.Epoch == mk.epoch && in.Step == mk.step &&
 		s.Action.RequestedAt.Equal(mk.asked) {
-		return mk.deadline.Add(intentMargin)
+		return mk.deadline.Add(lease)
 	}
 	seen, ok := m.seen[s.ID]
 	if !ok || seen.epoch != s.Epoch {
-		return time.Now().Add(IntentLease + intentMargin)
+		return time.Now().Add(2 * lease)
 	}
-	return seen.at.Add(IntentLease + intentMargin)
+	return seen.at.Add(2 * lease)
 }
 
 // Intent commits the task state of a build or delete step at s's epoch

@@ -68,6 +68,9 @@ func Permanent(format string, args ...any) error {
 type Config struct {
 	Workers      int           // servers handled at once (default 32)
 	BuildTimeout time.Duration // a build's retries stop here (default 60 min)
+	// IntentLease is how long after proposing an action's intent its side
+	// effect may still be sent (default DefaultIntentLease; intent.go).
+	IntentLease time.Duration
 	Logger       *slog.Logger
 	Registerer   prometheus.Registerer
 }
@@ -126,6 +129,9 @@ func New(cfg Config, c Cluster, virt Virt) (*Manager, error) {
 	}
 	if cfg.BuildTimeout <= 0 {
 		cfg.BuildTimeout = 60 * time.Minute
+	}
+	if cfg.IntentLease <= 0 {
+		cfg.IntentLease = DefaultIntentLease
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

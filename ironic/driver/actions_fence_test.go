@@ -2,17 +2,21 @@ package driver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
 )
@@ -221,4 +225,69 @@ func TestPartitionedOwnerRebootsOnce(t *testing.T) {
 	}
 }
 
-var _ = driver.ReserveAuto
+// An owner restarted while Ironic rebuilds, or after Ironic rebuilt but
+// before it could commit the outcome, resumes the action without a second
+// rebuild: it finds its own intent in the log and the node's witness
+// changed.
+func TestRestartedOwnerRebuildsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster")
+	}
+	for _, c := range []struct {
+		name   string
+		deploy time.Duration
+	}{
+		{"restarted while Ironic rebuilds", 2 * time.Second},
+		{"restarted after Ironic rebuilt", 50 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ef := &effects{}
+			var stuck atomic.Bool // the first process never sees its rebuild end
+			w := buildWorld(t, 1, sim.Options{DeployDelay: c.deploy},
+				func(ir driver.Ironic) driver.Ironic { return &stuckWait{Ironic: ir, stuck: &stuck} },
+				driver.Config{Reservation: driver.ReserveAuto, DeployTimeout: 20 * time.Second}, compute.Config{},
+				func(h http.Handler) http.Handler { ef.next = h; return ef })
+			w.sim.SeedNodes(1, "baremetal-gold")
+			w.waitMirror(1)
+			w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+			s := w.waitStatus(w.boot("gold"), fsm.StatusActive)
+			stuck.Store(true)
+			if err := w.propose(&fsm.RequestServerAction{ID: s.ID, Kind: fsm.ActionRebuild, ImageRef: "http://images.example/v2.qcow2"}); err != nil {
+				t.Fatal(err)
+			}
+			w.waitEffect(ef, s.NodeUUID, "provision", "rebuild")
+			if c.deploy < time.Second {
+				clustertest.Eventually(t, 10*time.Second, func() error {
+					if n := w.simNode(s.NodeUUID); n.ProvisionState != "active" {
+						return fmt.Errorf("node %s is %s", n.UUID, n.ProvisionState)
+					}
+					return nil
+				})
+			}
+			stuck.Store(false)
+			w.restartDriver(s.Host)
+			got := w.waitStatus(s.ID, fsm.StatusActive)
+			if got.ImageRef != "http://images.example/v2.qcow2" {
+				t.Fatalf("image %q after the rebuild", got.ImageRef)
+			}
+			if n, by := ef.count(s.NodeUUID, "provision", "rebuild"); n != 1 {
+				t.Fatalf("one rebuild request became %d rebuilds in Ironic (per client %v)", n, by)
+			}
+		})
+	}
+}
+
+// stuckWait is an Ironic whose provision waits never end while stuck is
+// set, as for a process that dies before it sees its rebuild end.
+type stuckWait struct {
+	driver.Ironic
+	stuck *atomic.Bool
+}
+
+func (s *stuckWait) WaitProvisionState(ctx context.Context, node, want string) (ironic.Node, error) {
+	if s.stuck.Load() {
+		<-ctx.Done()
+		return ironic.Node{}, ctx.Err()
+	}
+	return s.Ironic.WaitProvisionState(ctx, node, want)
+}

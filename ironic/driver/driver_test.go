@@ -29,6 +29,7 @@ type world struct {
 	url     string
 	drivers map[string]context.CancelFunc // peer → stops its driver and sync
 	done    map[string]chan struct{}
+	start   func(p *clustertest.Peer) // starts a peer's driver and sync
 }
 
 func newWorld(t *testing.T, peers int, reservation string, opts sim.Options) *world {
@@ -74,7 +75,7 @@ func buildWorld(t *testing.T, peers int, opts sim.Options, wrap func(driver.Iron
 			w.stopDriver(name)
 		}
 	})
-	for _, p := range w.h.Running() {
+	w.start = func(p *clustertest.Peer) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		w.drivers[p.Name], w.done[p.Name] = cancel, done
@@ -104,7 +105,18 @@ func buildWorld(t *testing.T, peers int, opts sim.Options, wrap func(driver.Iron
 			d.Run(ctx)
 		}()
 	}
+	for _, p := range w.h.Running() {
+		w.start(p)
+	}
 	return w
+}
+
+// restartDriver stops a peer's driver and node sync and starts new ones,
+// as a restarted agent process would run them (the peer's node and its
+// replica stay).
+func (w *world) restartDriver(name string) {
+	w.stopDriver(name)
+	w.start(w.h.Peer(name))
 }
 
 // stopDriver stops a peer's driver and node sync and waits for them.
