@@ -71,8 +71,8 @@ type Config struct {
 	// IntentLease is how long after proposing an action's intent its side
 	// effect may still be sent (default DefaultIntentLease; intent.go).
 	IntentLease time.Duration
-	Logger       *slog.Logger
-	Registerer   prometheus.Registerer
+	Logger      *slog.Logger
+	Registerer  prometheus.Registerer
 }
 
 // Manager drives the servers of one host.
