@@ -184,7 +184,7 @@ func observe(d time.Duration) { <-time.After(d) }
 // outcome cannot be committed, never sends it again.
 func TestPartitionedOwnerRebuildsOnce(t *testing.T) {
 	if testing.Short() {
-		t.Skip("in-process cluster with a 20 s partition")
+		t.Skip("in-process cluster with a partition")
 	}
 	for _, c := range []struct {
 		name   string
@@ -195,7 +195,7 @@ func TestPartitionedOwnerRebuildsOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n, by := partitionedOwner(t, sim.Options{DeployDelay: c.deploy}, fsm.ActionRebuild, "http://images.example/v2.qcow2",
-				"provision", "rebuild", fsm.StatusActive, 20*time.Second)
+				"provision", "rebuild", fsm.StatusActive, 10*time.Second)
 			if n != 1 {
 				t.Fatalf("one rebuild request became %d rebuild provision requests in Ironic (per client %v)", n, by)
 			}
@@ -206,7 +206,7 @@ func TestPartitionedOwnerRebuildsOnce(t *testing.T) {
 // The same for a hard reboot: one power cycle per request.
 func TestPartitionedOwnerRebootsOnce(t *testing.T) {
 	if testing.Short() {
-		t.Skip("in-process cluster with a 20 s partition")
+		t.Skip("in-process cluster with a partition")
 	}
 	for _, c := range []struct {
 		name  string
@@ -217,7 +217,7 @@ func TestPartitionedOwnerRebootsOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n, by := partitionedOwner(t, sim.Options{DeployDelay: 50 * time.Millisecond, PowerDelay: c.power}, fsm.ActionRebootHard, "",
-				"power", "rebooting", fsm.StatusActive, 20*time.Second)
+				"power", "rebooting", fsm.StatusActive, 10*time.Second)
 			if n != 1 {
 				t.Fatalf("one hard reboot request became %d power cycles in Ironic (per client %v)", n, by)
 			}
