@@ -74,7 +74,7 @@ func (n *Node) cleanupDeadVoters(members []memberState) error {
 // RemovePeer removes a server from the raft configuration (`corral
 // operator raft remove-peer`). On a follower it asks the leader.
 func (n *Node) RemovePeer(ctx context.Context, name string) error {
-	if m, ok := n.gossip.member(name); ok && m.Status == MemberAlive {
+	if m, ok := n.admittedMember(name); ok && m.Status == MemberAlive {
 		return fmt.Errorf("remove %s: %w", name, ErrPeerAlive)
 	}
 	if !n.IsLeader() {
