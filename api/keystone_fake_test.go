@@ -143,6 +143,7 @@ func newKeystoneEnv(t *testing.T, cacheTime time.Duration) *keystoneEnv {
 	srv, err := api.New(api.Config{
 		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
 		Keystone: v,
+		Peers:    p.Node,
 		Registry: p.Registry,
 		Gatherer: p.Registry,
 		Logger:   slog.New(slog.DiscardHandler),

@@ -59,11 +59,13 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("register cluster metrics: %w", err)
 	}
 	n.metrics = m
-	var tc *tls.Config
+	// With TLS the peer certificate is the peer's credential; without, the
+	// peer token.
+	token, tc := cfg.PeerToken, (*tls.Config)(nil)
 	if cfg.TLS != nil {
-		tc = cfg.TLS.ForwardClient()
+		token, tc = "", cfg.TLS.ForwardClient()
 	}
-	n.peers = forward.NewClient(cfg.PeerToken, tc)
+	n.peers = forward.NewClient(token, tc)
 	n.fwd = cfg.Forwarder
 	if n.fwd == nil {
 		n.fwd = n.peers
