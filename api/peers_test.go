@@ -196,6 +196,10 @@ func TestPeerEndpointsOverTLS(t *testing.T) {
 	if _, err := forward.NewClient("", other.ForwardClient()).Apply(ctx, addr, []byte(flavorCommand(t, "over-tls"))); err != nil {
 		t.Fatalf("a peer's certificate on apply: %v", err)
 	}
+	// With TLS the certificate is the credential, whatever token comes with it.
+	if _, err := forward.NewClient(adminToken, other.ForwardClient()).ReadIndex(ctx, addr, false); err != nil {
+		t.Fatalf("a peer's certificate with a user's token on read-index: %v", err)
+	}
 	// Users: the CLI's certificate with an admin token, or the peer token
 	// without a peer certificate.
 	for what, tc := range map[string]struct {

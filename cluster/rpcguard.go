@@ -30,8 +30,14 @@ type rpcHead struct {
 // rpcGuard is the reading side of an authenticated raft connection, in
 // front of raft's NetworkTransport: it decodes each request before raft
 // sees it and passes it on, byte for byte, only when its header names the
-// authenticated peer as the sender. An empty ID is refused too (raft
-// would then skip its own checks of the sender).
+// authenticated peer as the sender (RPCHeader.ID, the raft server ID,
+// which is the peer's name). An empty ID is refused too: raft would then
+// skip its own checks of the sender. The header's Addr is not checked:
+// corral finds a leader by its ID, never by the address it claims.
+//
+// The dialing end cannot be as strict: raft gives the stream layer only
+// the address it dials, so a dialer checks that it reached a peer, not
+// which one.
 type rpcGuard struct {
 	peer   string
 	br     *bufio.Reader
