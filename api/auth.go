@@ -98,6 +98,13 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if need == rolePublic {
 			return next(c)
 		}
+		if need == rolePeer || isPeerPath(c.Request().URL.Path) {
+			// No user's credential is looked at, let alone sent to Keystone.
+			if err := s.authenticatePeer(c); err != nil {
+				return err
+			}
+			return next(c)
+		}
 		cl, err := s.authenticate(c)
 		if err != nil {
 			return err
@@ -150,6 +157,9 @@ func (s *Server) authenticate(c echo.Context) (caller, error) {
 	}
 	if tok == "" {
 		return caller{}, ErrUnauthorized
+	}
+	if s.cfg.Peers != nil && s.cfg.Peers.IsPeerToken(tok) {
+		return caller{}, fmt.Errorf("%w: this is the peers' token ([auth] peer_token), which only corral's peers use among themselves; use an admin or reader token", ErrUnauthorized)
 	}
 	if role, ok := s.lookupToken(tok); ok {
 		return caller{role: role, static: true}, nil

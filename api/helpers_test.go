@@ -40,6 +40,7 @@ func serve(t *testing.T, p *clustertest.Peer) *httptest.Server {
 	t.Helper()
 	srv, err := api.New(api.Config{
 		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
+		Peers:    p.Node,
 		Registry: p.Registry,
 		Gatherer: p.Registry,
 		Logger:   slog.New(slog.DiscardHandler),

@@ -144,6 +144,7 @@ func newKeystoneEnv(t *testing.T, cacheTime time.Duration, with ...func(*api.Con
 	cfg := api.Config{
 		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
 		Keystone: v,
+		Peers:    p.Node,
 		Registry: p.Registry,
 		Gatherer: p.Registry,
 		Logger:   slog.New(slog.DiscardHandler),

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/corral-dev/corral/cluster"
-	"github.com/corral-dev/corral/cluster/forward"
 )
 
 // DefaultMaxBodyBytes is the default largest request body.
@@ -105,16 +103,16 @@ func (c *clientLimiters) reserve(client string, now time.Time) time.Duration {
 }
 
 // limitMiddleware refuses bodies over the limit (413) and writes over a
-// client's rate (429 with Retry-After). Peers forwarding to the leader are
-// exempt: their requests carry every client's writes, and the forwarding
-// handler bounds its own bodies.
+// client's rate (429 with Retry-After). The peers' endpoints have the same
+// body limit; they are exempt from the rate (their requests carry every
+// client's writes). Snapshots are bounded by their own handler.
 // (echo builds the middleware chain per request: state lives in Server.)
 func (s *Server) limitMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	lim, buckets := s.cfg.Limits, s.limiters
 	return func(c echo.Context) error {
 		r := c.Request()
-		if strings.HasPrefix(r.URL.Path, forward.PathPrefix) || r.URL.Path == cluster.SnapshotPath {
-			return next(c) // bounded by their own handlers
+		if r.URL.Path == cluster.SnapshotPath || r.URL.Path == cluster.PeerSnapshotPath {
+			return next(c) // bounded by the snapshot handler
 		}
 		if r.ContentLength > lim.MaxBodyBytes {
 			return bodyTooLarge(lim.MaxBodyBytes)
@@ -125,7 +123,7 @@ func (s *Server) limitMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
-			if buckets == nil {
+			if buckets == nil || isPeerPath(r.URL.Path) {
 				break
 			}
 			host, _, err := net.SplitHostPort(r.RemoteAddr)

@@ -20,6 +20,7 @@ func serveLimited(t *testing.T, p *clustertest.Peer, cfg api.Config) *httptest.S
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.Tokens = map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader}
+	cfg.Peers = p.Node
 	cfg.Logger, cfg.Registry, cfg.Gatherer = slog.New(slog.DiscardHandler), reg, reg
 	srv, err := api.New(cfg, p.Node)
 	if err != nil {

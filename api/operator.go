@@ -188,7 +188,7 @@ func (s *Server) keyring(c echo.Context) error {
 				if verb != cluster.KeyringList {
 					body = req
 				}
-				err = op.CallPeer(ctx, addr, c.Request().Method, KeyringPath+"?local=true", body, &one)
+				err = op.CallPeer(ctx, addr, c.Request().Method, PeerKeyringPath, body, &one)
 			}
 			mu.Lock()
 			defer mu.Unlock()

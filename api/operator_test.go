@@ -84,7 +84,7 @@ func (f *fakeOperator) RemovePeer(_ context.Context, name string) error {
 func (f *fakeOperator) CallPeer(ctx context.Context, addr, method, path string, in, out any) error {
 	b, _ := json.Marshal(in)
 	req, _ := http.NewRequestWithContext(ctx, method, "http://"+addr+path, bytes.NewReader(b))
-	req.Header.Set("X-Auth-Token", adminToken)
+	req.Header.Set("X-Auth-Token", clustertest.PeerToken) // a peer relays with its own identity
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -101,6 +101,7 @@ func serveOperator(t *testing.T, p *clustertest.Peer, op api.Operator) *httptest
 	t.Helper()
 	srv, err := api.New(api.Config{
 		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
+		Peers:    p.Node,
 		Logger:   slog.New(slog.DiscardHandler),
 		Operator: op,
 	}, p.Node)

@@ -68,9 +68,18 @@ func (s *Server) routeTable() []route {
 		{post, cluster.SnapshotPath, s.snapshot, RoleAdmin},
 		{get, OpenAPIPath, s.openAPI, RoleReader},
 
-		// Peers forwarding to the leader (cluster/forward); peers use an admin token.
-		{post, forward.ApplyPath, internal, RoleAdmin},
-		{get, forward.ReadIndexPath, internal, RoleAdmin},
+		// The peers' endpoints (peers.go): forwarding to the leader
+		// (cluster/forward), and the operator calls a peer relays after it
+		// authorized the user. Only a peer's identity passes.
+		{post, forward.ApplyPath, internal, rolePeer},
+		{get, forward.ReadIndexPath, internal, rolePeer},
+		{get, PeerKeyringPath, s.keyringLocal, rolePeer},
+		{post, PeerKeyringPath, s.keyringLocal, rolePeer},
+		{put, PeerKeyringPath, s.keyringLocal, rolePeer},
+		{del, PeerKeyringPath, s.keyringLocal, rolePeer},
+		{post, cluster.PeerRemovePeerPath, s.removePeer, rolePeer},
+		{get, cluster.PeerSnapshotPath, s.snapshot, rolePeer},
+		{post, cluster.PeerSnapshotPath, s.snapshot, rolePeer},
 
 		// Compute, a Nova subset (nova.go, flavors.go, servers.go).
 		{get, nova, s.novaVersion, roleProjectReader},

@@ -16,7 +16,8 @@ import (
 
 // TestRouteTableRoles holds every route to the role its table line names:
 // public routes answer without a token, reader routes answer a reader,
-// admin routes refuse a reader before their handler runs.
+// admin routes refuse a reader before their handler runs, the peers'
+// routes refuse every user's token.
 func TestRouteTableRoles(t *testing.T) {
 	h := clustertest.Start(t, 1, clustertest.Options{})
 	p := h.Leader(10 * time.Second)
@@ -88,6 +89,12 @@ func TestRouteTableRoles(t *testing.T) {
 		case RoleAdmin, roleProjectMember: // the same for static tokens
 			if code := send("reader"); code != http.StatusForbidden {
 				t.Errorf("reader %s: %d, want 403", key, code)
+			}
+		case rolePeer: // no user's token, whatever its role
+			for _, tok := range []string{"", "reader", "admin"} {
+				if code := send(tok); code != http.StatusForbidden {
+					t.Errorf("token %q on the peers' %s: %d, want 403", tok, key, code)
+				}
 			}
 		default:
 			t.Errorf("%s requires unknown role %q", key, r.role)

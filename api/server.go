@@ -46,7 +46,7 @@ type Cluster interface {
 // Config configures the API server.
 type Config struct {
 	// Tokens are the static tokens (token → role): the cluster's own, also
-	// accepted with Keystone (peers forward with one).
+	// accepted with Keystone. The peer token is none of them (Peers).
 	Tokens map[string]Role
 	// Keystone, when set, validates every other token (X-Auth-Token);
 	// callers then act within their Keystone project.
@@ -69,6 +69,9 @@ type Config struct {
 	// Images, when set ([glance]), checks that a boot's or rebuild's
 	// imageRef is an active Glance image (images.go).
 	Images ImageService
+	// Peers authenticates the peers' endpoints (peers.go; nil: every
+	// request to them is refused).
+	Peers Peers
 }
 
 // Server is corral's HTTP API.

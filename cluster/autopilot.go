@@ -9,10 +9,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/corral-dev/corral/cluster/forward"
 )
 
 // RemovePeerPath is the operator endpoint that removes a raft server.
 const RemovePeerPath = "/v1/operator/raft/remove-peer"
+
+// PeerRemovePeerPath is where a follower passes a removal on to the
+// leader: a peers' endpoint (the user was authorized by the follower).
+const PeerRemovePeerPath = forward.PathPrefix + "remove-peer"
 
 // ErrPeerAlive refuses to remove a peer that gossip shows alive.
 var ErrPeerAlive = errors.New("the peer is alive: stop it, or make it leave with `corral leave`, before removing it from raft")
@@ -74,7 +80,7 @@ func (n *Node) cleanupDeadVoters(members []memberState) error {
 // RemovePeer removes a server from the raft configuration (`corral
 // operator raft remove-peer`). On a follower it asks the leader.
 func (n *Node) RemovePeer(ctx context.Context, name string) error {
-	if m, ok := n.gossip.member(name); ok && m.Status == MemberAlive {
+	if m, ok := n.admittedMember(name); ok && m.Status == MemberAlive {
 		return fmt.Errorf("remove %s: %w", name, ErrPeerAlive)
 	}
 	if !n.IsLeader() {
@@ -82,7 +88,7 @@ func (n *Node) RemovePeer(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		return n.CallPeer(ctx, api, http.MethodPost, RemovePeerPath, map[string]string{"name": name}, nil)
+		return n.CallPeer(ctx, api, http.MethodPost, PeerRemovePeerPath, map[string]string{"name": name}, nil)
 	}
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {

@@ -61,13 +61,18 @@ func (n *Node) bootstrapLoop() {
 			n.gossip.setBootstrapped()
 			return
 		}
+		var alive []memberState
+		for _, m := range n.gossip.snapshot() {
+			if m.Status == MemberAlive && m.Meta.RaftAddr != "" {
+				alive = append(alive, m)
+			}
+		}
+		// Only admitted peers count (admission.go): a stranger neither
+		// makes up the number nor blocks it.
 		var peers []memberState
 		existing := false
 		mismatch := false
-		for _, m := range n.gossip.snapshot() {
-			if m.Status != MemberAlive || m.Meta.RaftAddr == "" {
-				continue
-			}
+		for _, m := range n.admitted(n.ctx, alive, nil) {
 			if m.Meta.Bootstrapped {
 				existing = true
 			}
@@ -79,8 +84,6 @@ func (n *Node) bootstrapLoop() {
 		if existing {
 			continue // an existing cluster will add us
 		}
-		// With TLS, only peers holding a certificate from the CA count.
-		peers = n.admitted(n.ctx, peers, nil)
 		if mismatch {
 			if !warned {
 				n.log.Error("peers disagree on bootstrap-expect; not bootstrapping: give every peer the same --bootstrap-expect")

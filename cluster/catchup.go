@@ -114,7 +114,7 @@ func (n *Node) catchupLoop() {
 			break
 		}
 		established, alive := false, 0
-		for _, m := range n.gossip.snapshot() {
+		for _, m := range n.admitted(n.ctx, n.gossip.snapshot(), nil) {
 			if m.Status != MemberAlive {
 				continue
 			}

@@ -125,7 +125,10 @@ type Config struct {
 	// peer's gossip keyring when it has none persisted (see keyring.go).
 	GossipKey string
 
-	// PeerToken authenticates forwarded requests between peers.
+	// PeerToken is the peers' own secret when TLS is off: raft connections
+	// answer a challenge with it, gossip metadata is sealed with it, and
+	// forwarded requests carry it. Never a user's credential. With TLS the
+	// peer certificate does all of that and PeerToken is not used.
 	PeerToken string
 	// Settings are this peer's values of cluster-wide settings, advertised
 	// in gossip (see Node.AgreedSetting).
@@ -144,6 +147,11 @@ type Config struct {
 	Registry prometheus.Registerer
 	Store    *fsm.Store
 }
+
+// MinPeerTokenLen is the shortest peer token accepted: it keys the MACs
+// of raft's challenge and of the gossip metadata, which anyone on the
+// network may record and try to guess it from.
+const MinPeerTokenLen = 16
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$`)
 
@@ -282,6 +290,9 @@ func (c *Config) Validate() error {
 		if _, err := ParseGossipKey(c.GossipKey); err != nil {
 			errs = append(errs, fmt.Errorf("[gossip] encrypt: %w", err))
 		}
+	}
+	if c.TLS == nil && len(c.PeerToken) < MinPeerTokenLen {
+		errs = append(errs, fmt.Errorf("%w: without TLS, peers prove who they are with the peer token: set [auth] peer_token to the same secret of at least %d characters on every peer, or turn on [tls] with peer certificates", ErrNoPeerIdentity, MinPeerTokenLen))
 	}
 	if c.Gossip.ProbeTimeout > c.Gossip.ProbeInterval {
 		errs = append(errs, fmt.Errorf("gossip probe timeout %s must not exceed the probe interval %s", c.Gossip.ProbeTimeout, c.Gossip.ProbeInterval))

@@ -24,4 +24,18 @@ var (
 	ErrShutdown = forward.Unavailable("this peer is shutting down")
 	// ErrBadConsistency is returned for an unknown consistency level.
 	ErrBadConsistency = errors.New("unknown consistency level: use stale, default or linearizable")
+
+	// ErrNoPeerIdentity: the configuration gives peers no way to prove who
+	// they are (neither TLS nor a peer token).
+	ErrNoPeerIdentity = errors.New("peers have no identity")
+	// ErrNotPeer marks a request to the peers' endpoints that does not
+	// come from a peer: no peer certificate (TLS), or not the peer token.
+	ErrNotPeer = errors.New("only peers may call this endpoint")
+	// ErrPeerToken marks a raft connection whose other end did not prove
+	// it holds the peer token (raftauth.go).
+	ErrPeerToken = errors.New("the other end does not hold this cluster's peer token")
+	// ErrRPCSender marks a raft RPC whose sender (RPCHeader.ID) is not the
+	// peer the connection authenticated: a peer speaks raft only in its
+	// own name (rpcguard.go).
+	ErrRPCSender = errors.New("raft RPC sent in another peer's name")
 )

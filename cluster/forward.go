@@ -78,7 +78,7 @@ func (n *Node) leaderAPI() (string, error) {
 	if id == "" {
 		return "", ErrNoLeader
 	}
-	if m, ok := n.gossip.member(string(id)); ok && m.Meta.APIAddr != "" {
+	if m, ok := n.admittedMember(string(id)); ok && m.Meta.APIAddr != "" {
 		return m.Meta.APIAddr, nil
 	}
 	if h, err := n.store.Host(string(id)); err == nil && h.APIAddr != "" {

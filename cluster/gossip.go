@@ -50,13 +50,18 @@ type memberState struct {
 	Status  string
 	Meta    memberMeta
 	Changed time.Time
+	// Sealed: the metadata carries a valid MAC made with this cluster's
+	// peer token for this name and gossip address (peerauth.go).
+	Sealed bool
 }
 
 // gossip wraps memberlist and keeps a table of every member ever seen,
 // including dead and left ones (memberlist.Members only lists live ones).
 type gossip struct {
 	ml     *memberlist.Memberlist
-	addr   string // bound gossip address, read once (memberlist's node is mutated under its own lock)
+	addr   string // bound gossip address, set once under mu (memberlist's node is mutated under its own lock)
+	name   string
+	secret *peerSecret // seals this peer's metadata and opens the others' (nil with TLS)
 	log    *slog.Logger
 	events chan struct{} // poked on every membership change (non-blocking)
 
@@ -69,8 +74,10 @@ type gossip struct {
 	pushMu sync.Mutex
 }
 
-func newGossip(cfg *Config, meta memberMeta, kr *keyring, logger *slog.Logger) (*gossip, error) {
+func newGossip(cfg *Config, meta memberMeta, kr *keyring, secret *peerSecret, logger *slog.Logger) (*gossip, error) {
 	g := &gossip{
+		name:    cfg.Name,
+		secret:  secret,
 		log:     logger,
 		events:  make(chan struct{}, 1),
 		meta:    meta,
@@ -117,7 +124,12 @@ func newGossip(cfg *Config, meta memberMeta, kr *keyring, logger *slog.Logger) (
 	}
 	g.ml = ml
 	n := ml.LocalNode()
+	g.mu.Lock()
 	g.addr = net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	g.mu.Unlock()
+	if secret != nil {
+		g.push() // the metadata is sealed for the address memberlist bound
+	}
 	return g, nil
 }
 
@@ -159,6 +171,9 @@ func (g *gossip) NodeMeta(limit int) []byte {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b, _ := json.Marshal(g.meta)
+	if g.secret != nil && g.addr != "" {
+		b = g.secret.sealMeta(g.name, g.addr, b)
+	}
 	if len(b) > limit {
 		g.log.Error("gossip metadata exceeds memberlist's limit", "size", len(b), "limit", limit)
 		return nil
@@ -208,6 +223,7 @@ func (g *gossip) record(n *memberlist.Node, gone bool) {
 	m.Addr = n.Address()
 	if len(n.Meta) > 0 {
 		m.Meta = meta
+		m.Sealed = g.secret != nil && g.secret.openMeta(n.Name, m.Addr, n.Meta)
 	}
 	g.mu.Unlock()
 	select {

@@ -193,11 +193,11 @@ func (n *Node) KeyringLocal(op, key string) (KeyringStatus, error) {
 	return st, nil
 }
 
-// PeerAPIs returns the API address of every live gossip member, this
+// PeerAPIs returns the API address of every live admitted member, this
 // peer included, by name.
 func (n *Node) PeerAPIs() map[string]string {
 	out := map[string]string{}
-	for _, m := range n.gossip.snapshot() {
+	for _, m := range n.counted(n.gossip.snapshot()) {
 		if m.Status == MemberAlive && m.Meta.APIAddr != "" {
 			out[m.Name] = m.Meta.APIAddr
 		}

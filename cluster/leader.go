@@ -136,18 +136,16 @@ func (n *Node) suffrage() (voters, nonvoters []raft.Server) {
 }
 
 func (n *Node) reconcile(ctx context.Context, fo *failover) error {
-	members := n.gossip.snapshot()
-	if n.admit.dial != nil {
-		f := n.raft.GetConfiguration()
-		if err := f.Error(); err != nil {
-			return fmt.Errorf("read raft configuration: %w", err)
-		}
-		inRaft := map[raft.ServerID]raft.Server{}
-		for _, s := range f.Configuration().Servers {
-			inRaft[s.ID] = s
-		}
-		members = n.admitted(ctx, members, inRaft)
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("read raft configuration: %w", err)
 	}
+	inRaft := map[raft.ServerID]raft.Server{}
+	for _, s := range f.Configuration().Servers {
+		inRaft[s.ID] = s
+	}
+	// Only admitted members are hosts and raft servers (admission.go).
+	members := n.admitted(ctx, n.gossip.snapshot(), inRaft)
 	var errs []error
 	if err := n.reconcileRaft(members); err != nil {
 		errs = append(errs, err)

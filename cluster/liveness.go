@@ -132,7 +132,7 @@ func (n *Node) livenessLoop(ctx context.Context, lv *liveness) {
 // must not be taken back up on gossip's stale news).
 func (n *Node) livenessTargets(lv *liveness) []livenessTarget {
 	alive := map[string]bool{}
-	for _, m := range n.gossip.snapshot() {
+	for _, m := range n.counted(n.gossip.snapshot()) {
 		alive[m.Name] = m.Status == MemberAlive
 	}
 	lv.mu.Lock()

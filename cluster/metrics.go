@@ -19,6 +19,7 @@ type metrics struct {
 	freezes           prometheus.Counter
 	frozen            prometheus.Gauge
 	tlsRefused        *prometheus.CounterVec
+	raftRefused       *prometheus.CounterVec
 	admissionRefused  prometheus.Counter
 	deadVotersRemoved prometheus.Counter
 	votesRefused      prometheus.Counter
@@ -80,8 +81,11 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.tlsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "corral_tls_handshakes_refused_total", Help: "Incoming connections refused because their TLS handshake failed (no certificate, or one not signed by the cluster's CA), by listener.",
 	}, []string{"listener"})
+	m.raftRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "corral_raft_connections_refused_total", Help: "Incoming raft connections refused: the other end did not prove it holds the peer token (peer_token, without TLS), or sent an RPC in another peer's name (sender).",
+	}, []string{"reason"})
 	m.admissionRefused = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "corral_admission_refused_total", Help: "Gossip members the leader refused to add to raft because they hold no certificate from the cluster's CA.",
+		Name: "corral_admission_refused_total", Help: "Gossip members refused as peers: no peer certificate naming them (TLS), or gossip metadata not sealed with the peer token.",
 	})
 	m.deadVotersRemoved = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "corral_raft_dead_voters_removed_total", Help: "Voters this peer as leader removed from raft after they were dead longer than dead_server_cleanup_after.",
@@ -100,7 +104,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Help:    "New servers decided together in one CreateServers entry (leader).",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
 	})
-	for _, c := range []prometheus.Collector{m.createBatch, m.catchupNonvoters, m.tlsRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
+	for _, c := range []prometheus.Collector{m.createBatch, m.catchupNonvoters, m.tlsRefused, m.raftRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
 		m.forwardedRead, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

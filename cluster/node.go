@@ -59,11 +59,13 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("register cluster metrics: %w", err)
 	}
 	n.metrics = m
-	var tc *tls.Config
+	// With TLS the peer certificate is the peer's credential; without, the
+	// peer token.
+	token, tc := cfg.PeerToken, (*tls.Config)(nil)
 	if cfg.TLS != nil {
-		tc = cfg.TLS.ForwardClient()
+		token, tc = "", cfg.TLS.ForwardClient()
 	}
-	n.peers = forward.NewClient(cfg.PeerToken, tc)
+	n.peers = forward.NewClient(token, tc)
 	n.fwd = cfg.Forwarder
 	if n.fwd == nil {
 		n.fwd = n.peers
@@ -111,7 +113,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.keyring = kr
-	g, err := newGossip(&n.cfg, meta, kr, n.log)
+	g, err := newGossip(&n.cfg, meta, kr, n.admit.secret, n.log)
 	if err != nil {
 		_ = r.Shutdown().Error()
 		_ = parts.closer()
@@ -230,13 +232,13 @@ func (n *Node) Shutdown() error {
 }
 
 // AgreedSetting returns the value of a cluster-wide setting when every
-// live peer of host kind "kind" advertises the same one (every live peer
+// live admitted peer of host kind "kind" advertises the same one (every live peer
 // when kind is empty), so that a rolling change takes effect once, when
 // the last peer has it, whichever peer leads meanwhile. A setting of a
 // driver is agreed among the hosts that run that driver: the other hosts
 // advertise a value they never use.
 func (n *Node) AgreedSetting(kind, key string) (string, bool) {
-	return agreedSetting(n.gossip.snapshot(), kind, key)
+	return agreedSetting(n.counted(n.gossip.snapshot()), kind, key)
 }
 
 func agreedSetting(members []memberState, kind, key string) (string, bool) {

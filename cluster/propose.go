@@ -116,13 +116,13 @@ func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) 
 // it can apply (fsm.KnownCommands).
 const settingCommands = "fsm_commands"
 
-// CommandKnown reports whether every live peer advertises that it can
-// apply command type t. A peer that cannot would stop at the entry (it
+// CommandKnown reports whether every live admitted peer advertises that
+// it can apply command type t (a stranger's gossip counts for nothing). A peer that cannot would stop at the entry (it
 // refuses to apply part of the log), so a newer command is used only once
 // the last peer of a rolling upgrade runs the newer version.
 func (n *Node) CommandKnown(t fsm.CommandType) bool {
 	seen := false
-	for _, m := range n.gossip.snapshot() {
+	for _, m := range n.counted(n.gossip.snapshot()) {
 		if m.Status != MemberAlive {
 			continue
 		}
@@ -302,7 +302,7 @@ func (n *Node) appliedThrough(idx uint64) bool {
 // new leader's predecessor, typically).
 func (n *Node) goneHosts() []string {
 	var out []string
-	for _, m := range n.gossip.snapshot() {
+	for _, m := range n.counted(n.gossip.snapshot()) {
 		if m.Status == MemberDead || m.Status == MemberLeft {
 			out = append(out, m.Name)
 		}

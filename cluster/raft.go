@@ -172,17 +172,11 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 		return p, nil
 	}
 	addr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.RaftPort))
-	adv, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
+	if _, err := net.ResolveTCPAddr("tcp", addr); err != nil {
 		_ = p.closer()
 		return nil, fmt.Errorf("resolve raft address %s: %w", addr, err)
 	}
-	var trans *raft.NetworkTransport
-	if cfg.TLS != nil {
-		trans, err = newTLSTransport(cfg, addr, m, hl)
-	} else {
-		trans, err = raft.NewTCPTransportWithLogger(addr, adv, 3, 5*time.Second, hl)
-	}
+	trans, err := newPeerTransport(cfg, addr, m, hl)
 	if err != nil {
 		_ = p.closer()
 		return nil, fmt.Errorf("listen for raft on %s: %w (is the port in use?)", addr, err)

@@ -130,7 +130,7 @@ func (n *Node) Ready() []Check {
 		checks = append(checks, Check{"raft", true, fmt.Sprintf("leader %s, term %d", leader, n.raft.CurrentTerm())})
 	}
 	alive := 0
-	for _, m := range n.gossip.snapshot() {
+	for _, m := range n.counted(n.gossip.snapshot()) {
 		if m.Status == MemberAlive {
 			alive++
 		}

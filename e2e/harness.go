@@ -57,13 +57,17 @@ type Agent struct {
 	cgroupR string // the same relative to the mount, for netem
 }
 
-// Cluster is a set of agent processes sharing one admin token.
+// Cluster is a set of agent processes sharing one admin token, and one
+// peer token among themselves.
 type Cluster struct {
-	t      testing.TB
-	Bin    string
-	Dir    string
-	Token  string
-	Agents []*Agent
+	t     testing.TB
+	Bin   string
+	Dir   string
+	Token string
+	// PeerToken is the agents' [auth] peer_token: the peers' own secret,
+	// which no client uses.
+	PeerToken string
+	Agents    []*Agent
 	// TLS, when set, is how the test reaches agents that serve HTTPS.
 	TLS *tls.Config
 }
@@ -96,7 +100,8 @@ func StartWith(t testing.TB, n int, opts Options, adjust func(i int, a *Agent)) 
 	if opts.BaseIP == 0 {
 		opts.BaseIP = 2
 	}
-	c := &Cluster{t: t, Bin: Binary(t), Dir: t.TempDir(), Token: "e2e-admin-token-0123456789", TLS: opts.TLS}
+	c := &Cluster{t: t, Bin: Binary(t), Dir: t.TempDir(), Token: "e2e-admin-token-0123456789",
+		PeerToken: "e2e-peer-token-0123456789", TLS: opts.TLS}
 	t.Cleanup(c.StopAll)
 	for i := 0; i < n; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", opts.BaseIP+i)
@@ -181,7 +186,7 @@ func (a *Agent) Start() {
 	p.Args = append([]string{"agent", "--name", a.Name, "--data-dir", a.DataDir, "--bind", a.IP,
 		"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
 		"--gossip-port", strconv.Itoa(a.GossipPort), "--log-format", "json"}, a.Args...)
-	p.Env = append([]string{"CORRAL_ADMIN_TOKEN=" + a.c.Token}, a.Env...)
+	p.Env = append([]string{"CORRAL_ADMIN_TOKEN=" + a.c.Token, "CORRAL_AUTH_PEER_TOKEN=" + a.c.PeerToken}, a.Env...)
 	if err := p.Start(); err != nil {
 		a.c.t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -52,10 +54,13 @@ func (a *Agent) LogPath() string { return filepath.Join(a.cl.LogDir, a.Name+".lo
 
 // Cluster is the set of agents under test.
 type Cluster struct {
-	Bin       string
-	Dir       string // data dirs live here
-	LogDir    string
-	Token     string
+	Bin    string
+	Dir    string // data dirs live here
+	LogDir string
+	Token  string
+	// PeerToken is the peers' own secret ([auth] peer_token), never a
+	// client's: clients use Token.
+	PeerToken string
 	IronicURL string
 	Agents    []*Agent
 	Env       []string
@@ -69,8 +74,12 @@ type Cluster struct {
 
 // NewCluster lays out n agents on consecutive addresses from baseIP.
 func NewCluster(bin, dir, logDir, token, ironicURL, baseIP string, n int, asUsers bool) (*Cluster, error) {
-	c := &Cluster{Bin: bin, Dir: dir, LogDir: logDir, Token: token, IronicURL: ironicURL,
-		Env: []string{"CORRAL_ADMIN_TOKEN=" + token, "CORRAL_IRONIC_SYNC_INTERVAL=1s"}}
+	peerToken, err := randomToken("jepsen-peer-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Bin: bin, Dir: dir, LogDir: logDir, Token: token, PeerToken: peerToken, IronicURL: ironicURL,
+		Env: []string{"CORRAL_ADMIN_TOKEN=" + token, "CORRAL_AUTH_PEER_TOKEN=" + peerToken, "CORRAL_IRONIC_SYNC_INTERVAL=1s"}}
 	for i := 0; i < n; i++ {
 		aip, err := proc.Loopback(baseIP, i)
 		if err != nil {
@@ -295,7 +304,7 @@ func (c *Cluster) SetGossipKey(key string) error {
 func (c *Cluster) writeConfigs() error {
 	key := c.GossipKey()
 	for _, a := range c.Agents {
-		ac := AgentConfig{GossipKey: key, Keystone: c.Keystone, PeerToken: c.Token}
+		ac := AgentConfig{GossipKey: key, Keystone: c.Keystone, PeerToken: c.PeerToken}
 		if c.PKI != nil {
 			ac.CA, ac.Cert, ac.Key = c.PKI.CA, c.PKI.Certs[a.Name], c.PKI.Keys[a.Name]
 		}
@@ -304,4 +313,13 @@ func (c *Cluster) writeConfigs() error {
 		}
 	}
 	return nil
+}
+
+// randomToken is prefix and 16 random bytes in hex.
+func randomToken(prefix string) (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make a token: %w", err)
+	}
+	return prefix + hex.EncodeToString(b), nil
 }

@@ -20,6 +20,10 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
+// PeerToken is the peer token of every harness peer (Options.Tweak may
+// change it).
+const PeerToken = "clustertest-peer-token-0123456789"
+
 // Options tune a harness.
 type Options struct {
 	// Tweak may adjust each peer's configuration before it starts.
@@ -139,6 +143,7 @@ func (h *Harness) start(p *Peer, expect int) {
 		Store:           fsm.New(),
 		Raft:            raftTimings,
 		Gossip:          gossipTimings,
+		PeerToken:       PeerToken,
 	}
 	if h.opts.Tweak != nil {
 		h.opts.Tweak(&cfg)

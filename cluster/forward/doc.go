@@ -7,7 +7,11 @@
 //
 // Deciding whether to apply a command here or forward it is the cluster
 // package's job (cluster.Node.Propose); authenticating the internal
-// endpoints is the job of the server that mounts the Handler.
+// endpoints is the job of the server that mounts the Handler: it lets
+// through only peers (cluster.Node.AuthenticatePeer), and bounds request
+// bodies as it bounds every other route's. The Client authenticates as a
+// peer: with the peer token, or, over HTTPS, with the peer certificate
+// its TLS configuration carries.
 //
 // forward imports only fsm (for its error sentinels) and the standard
 // library. It must never import cluster, api, ironic or compute, nor echo:

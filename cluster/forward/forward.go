@@ -170,6 +170,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == ApplyPath && r.Method == http.MethodPost:
 		var data []byte
 		data, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommand))
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			// The smaller of this bound and the server's, whichever was hit.
+			WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%w: the forwarded command is larger than %d bytes", fsm.ErrInvalid, tooLarge.Limit))
+			return
+		}
 		if err != nil {
 			err = fmt.Errorf("%w: read forwarded command: %v", fsm.ErrInvalid, err)
 			break
@@ -222,6 +228,14 @@ func NewClient(token string, tc *tls.Config) *Client {
 	return &Client{token: token, scheme: scheme, hc: &http.Client{Transport: tr}}
 }
 
+// authenticate sets the peer token on req (none with TLS: the peer
+// certificate the transport presents is the credential then).
+func (c *Client) authenticate(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("X-Auth-Token", c.token)
+	}
+}
+
 // Apply sends an encoded command to the leader whose API listens at
 // leaderAPI (host:port) and returns the index it was committed at.
 func (c *Client) Apply(ctx context.Context, leaderAPI string, data []byte) (uint64, error) {
@@ -243,7 +257,7 @@ func (c *Client) do(ctx context.Context, method, leader, path string, body []byt
 		return 0, fmt.Errorf("forward to leader at %s: %w", leader, err)
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("X-Auth-Token", c.token)
+	c.authenticate(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if notDelivered(err) {
@@ -300,7 +314,7 @@ func (c *Client) Call(ctx context.Context, api, method, path string, in, out any
 		return fmt.Errorf("call peer at %s: %w", api, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Auth-Token", c.token)
+	c.authenticate(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("call peer at %s: %w", api, err)
@@ -338,7 +352,7 @@ func (c *Client) Raw(ctx context.Context, api, method, path string, body io.Read
 		return nil, fmt.Errorf("call peer at %s: %w", api, err)
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("X-Auth-Token", c.token)
+	c.authenticate(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("call peer at %s: %w", api, err)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"time"
 )
@@ -22,7 +23,9 @@ type CertRequest struct {
 	IPs        []net.IP
 	DNSNames   []string
 	// Client makes a client-only certificate (for the CLI); otherwise the
-	// certificate serves and dials (a peer).
+	// certificate serves and dials, and names CommonName as a peer in a
+	// URI SAN (PeerURI): only such a certificate speaks raft and reaches
+	// the peers' endpoints.
 	Client bool
 	Days   int
 }
@@ -94,8 +97,14 @@ func (ca *CA) Sign(req CertRequest) (certPEM, keyPEM []byte, err error) {
 		return nil, nil, fmt.Errorf("generate serial: %w", err)
 	}
 	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	var uris []*url.URL
 	if req.Client {
 		usage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	} else {
+		if !validPeerName(req.CommonName) {
+			return nil, nil, fmt.Errorf("peer name %q cannot be carried in a peer certificate: use letters, digits, '.', '-' or '_'", req.CommonName)
+		}
+		uris = []*url.URL{PeerURI(req.CommonName)}
 	}
 	now := time.Now()
 	notAfter := now.AddDate(0, 0, req.Days)
@@ -111,6 +120,7 @@ func (ca *CA) Sign(req CertRequest) (certPEM, keyPEM []byte, err error) {
 		ExtKeyUsage:    usage,
 		IPAddresses:    req.IPs,
 		DNSNames:       req.DNSNames,
+		URIs:           uris,
 		AuthorityKeyId: ca.Cert.SubjectKeyId,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)

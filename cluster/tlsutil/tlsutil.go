@@ -41,6 +41,7 @@ type Config struct {
 	roots *x509.CertPool
 	cert  tls.Certificate
 	leaf  *x509.Certificate
+	name  string // the peer the certificate names
 }
 
 // ErrBadFile marks a TLS file that cannot be used.
@@ -52,7 +53,9 @@ func bad(file, path, format string, args ...any) error {
 
 // Load reads and checks f: all three files must be set; the CA file must
 // hold at least one CA certificate; the key must match the certificate;
-// the certificate must be valid now and signed by the CA.
+// the certificate must be valid now, signed by the CA, and name a peer
+// (PeerURI): a client certificate, or one made before corral named peers
+// in their certificates, is refused with the command that reissues it.
 func Load(f Files) (*Config, error) {
 	var errs []error
 	if f.CAFile == "" {
@@ -106,7 +109,12 @@ func Load(f Files) (*Config, error) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
 		return nil, fmt.Errorf("%w: [tls] cert_file %s is not signed by the CA in ca_file %s: %v", ErrBadFile, f.CertFile, f.CAFile, err)
 	}
-	return &Config{files: f, roots: roots, cert: cert, leaf: leaf}, nil
+	name, err := PeerName(leaf)
+	if err != nil {
+		return nil, bad("cert_file", f.CertFile, "the certificate names no peer (%v), so peers of this version refuse it on raft and on their endpoints: "+
+			"reissue it with `corral tls cert create --name NAME --ip ADDRESS` (NAME: the agent's name), without --client", err)
+	}
+	return &Config{files: f, roots: roots, cert: cert, leaf: leaf, name: name}, nil
 }
 
 // LoadCA reads a PEM file of CA certificates into a pool.
@@ -145,6 +153,9 @@ func LoadCA(path string) (*x509.CertPool, error) {
 // Files returns the files c was loaded from.
 func (c *Config) Files() Files { return c.files }
 
+// PeerName is the peer this peer's certificate names: the agent's name.
+func (c *Config) PeerName() string { return c.name }
+
 // NotAfter is when this peer's certificate expires.
 func (c *Config) NotAfter() time.Time { return c.leaf.NotAfter }
 
@@ -159,19 +170,33 @@ func (c *Config) APIServer() *tls.Config {
 }
 
 // PeerServer is the raft transport's server config: mutual TLS, the
-// client's certificate must be signed by the CA.
+// client's certificate must be signed by the CA and name a peer (a client
+// certificate is refused); PeerOf on the connection tells which.
 func (c *Config) PeerServer() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{c.cert}, ClientCAs: c.roots, ClientAuth: tls.RequireAndVerifyClientCert}
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{c.cert}, ClientCAs: c.roots,
+		ClientAuth: tls.RequireAndVerifyClientCert, VerifyConnection: verifyPeer("")}
 }
 
 // PeerClient is the config this peer dials other peers with (raft and
-// forwarding): it presents its certificate and verifies the other peer's
-// against the CA. serverName is the host dialed (an IP or a name that
-// the certificate carries). Raft always verifies; forwarding skips the
-// check only when VerifyOutgoing is off.
+// forwarding): it presents its certificate and verifies that the other
+// end holds a peer's certificate from the CA. serverName is the host
+// dialed (an IP or a name that the certificate carries). Raft always
+// verifies; forwarding skips the check only when VerifyOutgoing is off.
 func (c *Config) PeerClient(serverName string, verify bool) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.cert}, RootCAs: c.roots,
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.cert}, RootCAs: c.roots,
 		ServerName: serverName, InsecureSkipVerify: !verify} // #nosec G402 -- only when an operator turns verify_outgoing off
+	if verify {
+		tc.VerifyConnection = verifyPeer("")
+	}
+	return tc
+}
+
+// PeerClientFor is PeerClient for dialing one known peer: the other end's
+// certificate must name peer.
+func (c *Config) PeerClientFor(serverName, peer string) *tls.Config {
+	tc := c.PeerClient(serverName, true)
+	tc.VerifyConnection = verifyPeer(peer)
+	return tc
 }
 
 // ForwardClient is the config of peer forwarding over the API: the host

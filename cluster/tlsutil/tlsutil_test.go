@@ -171,11 +171,22 @@ func TestClientCertCannotServe(t *testing.T) {
 	if err := tlsutil.WriteNew(f.KeyFile, key, 0o600); err == nil {
 		t.Fatal("WriteNew overwrote a file")
 	}
-	cli, err := tlsutil.Load(f)
+	// An agent does not start with a client certificate.
+	if _, err := tlsutil.Load(f); !errors.Is(err, tlsutil.ErrBadFile) || !strings.Contains(err.Error(), "names no peer") {
+		t.Fatalf("a client certificate loaded as a peer's: %v", err)
+	}
+	// Nor can one serve TLS to a peer.
+	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := handshake(t, cli.PeerServer(), cli.PeerClient("127.0.0.1", true)); err == nil {
+	roots, err := tlsutil.LoadCA(f.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{pair}}
+	cli := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, ServerName: "127.0.0.1"}
+	if err := handshake(t, srv, cli); err == nil {
 		t.Fatal("a client-only certificate served a TLS connection")
 	}
 }

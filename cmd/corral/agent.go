@@ -101,9 +101,10 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	for _, t := range cfg.AdminTokens {
 		tokens[t] = api.RoleAdmin
 	}
-	tokens[cfg.peerToken()] = api.RoleAdmin
+	// The peer token is no user's credential: only the peers' endpoints
+	// take it, through Peers.
 	bmSource := newBaremetalSource(cfg.Ironic) // baremetal_proxy.go
-	apiCfg := api.Config{Tokens: tokens, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit, Operator: node,
+	apiCfg := api.Config{Tokens: tokens, Peers: node, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit, Operator: node,
 		Limits: cfg.Limits, MetricsRequireAuth: cfg.MetricsRequireAuth}
 	if err := a.startAuth(&apiCfg, reg); err != nil {
 		_ = node.Shutdown()

@@ -73,9 +73,12 @@ func newTLSCertCreateCmd() *cobra.Command {
 		Long: `Create a peer certificate (it serves the API and raft and dials other peers)
 or, with --client, a certificate for the CLI (CORRAL_CLIENT_CERT and
 CORRAL_CLIENT_KEY) when the agents set [tls] verify_incoming. A peer's
-certificate must name the address the others reach it at: --ip for its bind
-address (repeatable), --dns for a host name (repeatable). The certificate
-always carries NAME and localhost as DNS names and 127.0.0.1 as an IP.`,
+certificate names the peer NAME (the agent's name) as spiffe://corral/peer/NAME:
+only such a certificate speaks raft and reaches the peers' endpoints, and an
+agent starts only with one naming it. It must also name the address the others
+reach it at: --ip for its bind address (repeatable), --dns for a host name
+(repeatable). The certificate always carries NAME and localhost as DNS names
+and 127.0.0.1 as an IP.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" {
@@ -113,7 +116,7 @@ always carries NAME and localhost as DNS names and 127.0.0.1 as an IP.`,
 	f.StringVar(&name, "name", "", "peer (or client) name: the common name and a DNS name of the certificate")
 	f.StringArrayVar(&ips, "ip", nil, "IP address the certificate is valid for (repeatable)")
 	f.StringArrayVar(&dnsNames, "dns", nil, "DNS name the certificate is valid for (repeatable)")
-	f.BoolVar(&clientOnly, "client", false, "a client certificate for the CLI instead of a peer's")
+	f.BoolVar(&clientOnly, "client", false, "a client certificate for the CLI instead of a peer's (it names no peer: raft and the peers' endpoints refuse it)")
 	f.StringVar(&caPath, "ca", caCertFile, "CA certificate")
 	f.StringVar(&keyPath, "ca-key", caKeyFile, "CA private key")
 	f.StringVar(&dir, "dir", ".", "directory to write the files to")

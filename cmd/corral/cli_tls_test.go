@@ -49,7 +49,7 @@ func TestTLSCreateAndConfig(t *testing.T) {
 	if _, err := runCLI(t, "tls", "ca", "create", "--dir", dir); err == nil || !strings.Contains(err.Error(), "file exists") {
 		t.Fatalf("second ca create: %v", err)
 	}
-	c := mustLoad(t, []string{"--config", writeConfig(t, tlsINI(dir, caCertFile, "peer1.pem", "peer1-key.pem"))}, map[string]string{"CORRAL_ADMIN_TOKEN": goodToken})
+	c := mustLoad(t, []string{"--name", "peer1", "--config", writeConfig(t, tlsINI(dir, caCertFile, "peer1.pem", "peer1-key.pem"))}, map[string]string{"CORRAL_ADMIN_TOKEN": goodToken})
 	cc := c.clusterConfig()
 	if cc.TLS == nil || !cc.TLS.Files().VerifyIncoming || !cc.TLS.Files().VerifyOutgoing {
 		t.Fatalf("TLS not carried into the cluster configuration: %+v", cc.TLS)

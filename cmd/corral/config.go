@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -202,7 +203,7 @@ var options = []option{
 	{section: "hypervisor", key: "cpu_allocation_ratio", usage: "VCPU overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.CPUAllocationRatio })},
 	{section: "hypervisor", key: "ram_allocation_ratio", usage: "MEMORY_MB overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.RAMAllocationRatio })},
 	{section: "hypervisor", key: "disk_allocation_ratio", usage: "DISK_GB overcommit", set: ratio(func(c *agentConfig) *float64 { return &c.Hypervisor.DiskAllocationRatio })},
-	{section: "auth", key: "peer_token", usage: "token peers use to forward to the leader (default: the first admin token)", set: str(func(c *agentConfig) *string { return &c.PeerToken })},
+	{section: "auth", key: "peer_token", usage: "the peers' own secret, the same on every peer, at least 16 characters, no user's token; required without [tls] (raft, gossip and forwarding between peers prove themselves with it)", set: str(func(c *agentConfig) *string { return &c.PeerToken })},
 	// TLS (cli_tls.go makes the files).
 	{section: "tls", key: "ca_file", usage: "PEM CA certificate: the API, raft and forwarding trust only certificates it signed", set: str(func(c *agentConfig) *string { return &c.TLS.CAFile })},
 	{section: "tls", key: "cert_file", usage: "PEM certificate of this peer (signed by ca_file; its SANs must name the bind address)", set: str(func(c *agentConfig) *string { return &c.TLS.CertFile })},
@@ -399,8 +400,8 @@ func (c *agentConfig) validate() error {
 	if c.Ironic.URL != "" && !strings.HasPrefix(c.Ironic.URL, "http://") && !strings.HasPrefix(c.Ironic.URL, "https://") {
 		errs = append(errs, fmt.Errorf("[ironic] url %q must start with http:// or https://", c.Ironic.URL))
 	}
-	if len(c.AdminTokens) == 0 && (c.AuthStrategy != strategyKeystone || c.PeerToken == "") {
-		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment (with strategy keystone, [auth] peer_token is enough)"))
+	if len(c.AdminTokens) == 0 && c.AuthStrategy != strategyKeystone {
+		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment (with strategy keystone, Keystone's admins need none)"))
 	}
 	errs = append(errs, c.validateAuth(), c.validateGlance())
 	for _, t := range append(append([]string{}, c.AdminTokens...), c.ReaderTokens...) {
@@ -416,21 +417,40 @@ func (c *agentConfig) validate() error {
 		}
 		c.tls = tc
 	}
+	errs = append(errs, c.validatePeerIdentity())
 	cc := c.clusterConfig()
+	if cc.TLS == nil && len(cc.PeerToken) < cluster.MinPeerTokenLen {
+		cc.PeerToken = strings.Repeat("-", cluster.MinPeerTokenLen) // told once, by validatePeerIdentity
+	}
 	if err := cc.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func (c *agentConfig) peerToken() string {
-	if c.PeerToken != "" {
-		return c.PeerToken
+// validatePeerIdentity checks how this peer proves to the others that it
+// is one: its peer certificate names it ([tls]), or, without TLS, the peer
+// token is set, long enough, and nobody's user token.
+func (c *agentConfig) validatePeerIdentity() error {
+	var errs []error
+	if c.tls != nil && c.tls.PeerName() != c.Name {
+		errs = append(errs, fmt.Errorf("[tls] cert_file %s is the certificate of peer %q, not of this agent %q: give the agent its own (`corral tls cert create --name %s`)",
+			c.TLS.CertFile, c.tls.PeerName(), c.Name, c.Name))
 	}
-	if len(c.AdminTokens) > 0 {
-		return c.AdminTokens[0]
+	switch {
+	case c.PeerToken == "" && !c.TLS.Enabled():
+		errs = append(errs, fmt.Errorf("no peer token: without [tls], peers prove to each other who they are with [auth] peer_token "+
+			"(or CORRAL_AUTH_PEER_TOKEN): set it to the same secret of at least %d characters on every peer (e.g. `openssl rand -hex 16`), "+
+			"or turn on [tls] with peer certificates", cluster.MinPeerTokenLen))
+	case c.PeerToken == "":
+	case len(c.PeerToken) < cluster.MinPeerTokenLen:
+		errs = append(errs, fmt.Errorf("[auth] peer_token %q is too short: use at least %d characters (e.g. `openssl rand -hex 16`), the same on every peer",
+			c.PeerToken[:min(len(c.PeerToken), 3)]+"…", cluster.MinPeerTokenLen))
+	case slices.Contains(c.AdminTokens, c.PeerToken) || slices.Contains(c.ReaderTokens, c.PeerToken):
+		errs = append(errs, errors.New("[auth] peer_token is also a user's token (in admin_tokens, reader_tokens or CORRAL_ADMIN_TOKEN): "+
+			"the peers' secret must be of its own, known to the peers only"))
 	}
-	return ""
+	return errors.Join(errs...)
 }
 
 func (c *agentConfig) apiAddr() string {
@@ -442,7 +462,7 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 	return cluster.Config{
 		Name: c.Name, DataDir: c.DataDir, BindAddr: c.Bind, RaftPort: c.RaftPort, GossipPort: c.GossipPort,
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
-		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.peerToken(),
+		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.PeerToken,
 		DownGrace: c.Failover.DownGrace, RefusedGrace: c.Failover.RefusedGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
 		DeletedRetention:       c.DeletedRetention,
 		TLS:                    c.tls,

@@ -25,7 +25,7 @@ func TestConfigKeystoneStrategy(t *testing.T) {
 	}
 	c := mustLoad(t, []string{"--config", writeConfig(t, `[auth]
 strategy = keystone
-peer_token = peer-secret-0001
+peer_token = peer-secret-0123456
 [keystone_authtoken]
 auth_url = http://127.0.0.1:5000/v3
 username = corral
@@ -33,7 +33,7 @@ password = pw
 project_name = service
 token_cache_time = 30
 `)}, map[string]string{"CORRAL_NAME": "n"})
-	if c.AuthStrategy != strategyKeystone || c.Keystone.TokenCacheTime.Seconds() != 30 || c.peerToken() != "peer-secret-0001" {
+	if c.AuthStrategy != strategyKeystone || c.Keystone.TokenCacheTime.Seconds() != 30 || c.PeerToken != "peer-secret-0123456" {
 		t.Errorf("keystone config: %+v", c)
 	}
 	v, err := c.validator(nil)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +21,10 @@ import (
 
 const goodToken = "admin-token-0001"
 
+// testPeerToken is the peer token load gives an agent whose environment
+// and configuration file set none (an explicit "" in env sets none).
+const testPeerToken = "test-peer-token-0123456789"
+
 // load runs loadAgentConfig with the given flags and environment.
 func load(t *testing.T, args []string, env map[string]string) (agentConfig, error) {
 	t.Helper()
@@ -28,7 +33,24 @@ func load(t *testing.T, args []string, env map[string]string) (agentConfig, erro
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("parse %v: %v", args, err)
 	}
+	if _, set := env["CORRAL_AUTH_PEER_TOKEN"]; !set && !fileSetsPeerToken(t, fs) {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["CORRAL_AUTH_PEER_TOKEN"] = testPeerToken
+	}
 	return loadAgentConfig(fs, func(k string) string { return env[k] })
+}
+
+func fileSetsPeerToken(t *testing.T, fs *pflag.FlagSet) bool {
+	t.Helper()
+	path, _ := fs.GetString("config")
+	if path == "" {
+		return false
+	}
+	raw, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(raw), "peer_token")
 }
 
 func writeConfig(t *testing.T, text string) string {
@@ -54,17 +76,18 @@ func TestConfigDefaults(t *testing.T) {
 	want := defaultAgentConfig()
 	want.Name = "n1"
 	want.AdminTokens = []string{goodToken}
+	want.PeerToken = testPeerToken
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
 	}
 	if c.HTTPPort != 7480 || c.RaftPort != 7481 || c.GossipPort != 7482 || c.Bind != "127.0.0.1" || c.LogLevel != "info" {
 		t.Errorf("defaults: %+v", c)
 	}
-	if c.peerToken() != goodToken || c.apiAddr() != "127.0.0.1:7480" {
-		t.Errorf("peer token %q, api addr %q", c.peerToken(), c.apiAddr())
+	if c.apiAddr() != "127.0.0.1:7480" {
+		t.Errorf("api addr %q", c.apiAddr())
 	}
 	cc := c.clusterConfig()
-	if cc.Name != "n1" || cc.RaftPort != 7481 || cc.APIAddr != "127.0.0.1:7480" || cc.PeerToken != goodToken || cc.Raft != cluster.DefaultRaftTimings() {
+	if cc.Name != "n1" || cc.RaftPort != 7481 || cc.APIAddr != "127.0.0.1:7480" || cc.PeerToken != testPeerToken || cc.Raft != cluster.DefaultRaftTimings() {
 		t.Errorf("cluster config: %+v", cc)
 	}
 }
@@ -188,14 +211,14 @@ func TestConfigAdminTokenEnv(t *testing.T) {
 			if !slices.Equal(got.ReaderTokens, []string{"read-token-0001"}) {
 				t.Errorf("reader tokens = %v", got.ReaderTokens)
 			}
-			if got.peerToken() != c.want[0] {
-				t.Errorf("peer token = %q, want the first admin token %q", got.peerToken(), c.want[0])
+			if got.PeerToken != testPeerToken {
+				t.Errorf("peer token = %q: it is never an admin token", got.PeerToken)
 			}
 		})
 	}
-	c := mustLoad(t, []string{"--name", "n"}, map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_AUTH_PEER_TOKEN": "peer-token-0001"})
-	if !slices.Equal(c.AdminTokens, []string{goodToken}) || c.peerToken() != "peer-token-0001" {
-		t.Errorf("admin tokens %v, peer token %q", c.AdminTokens, c.peerToken())
+	c := mustLoad(t, []string{"--name", "n"}, map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_AUTH_PEER_TOKEN": "peer-token-0123456"})
+	if !slices.Equal(c.AdminTokens, []string{goodToken}) || c.PeerToken != "peer-token-0123456" {
+		t.Errorf("admin tokens %v, peer token %q", c.AdminTokens, c.PeerToken)
 	}
 }
 

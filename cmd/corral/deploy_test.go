@@ -57,6 +57,7 @@ func TestDeployMetricsExported(t *testing.T) {
 	cfg.Name, cfg.DataDir, cfg.Bind, cfg.BootstrapExpect = "metrics1", t.TempDir(), "127.0.0.1", 1
 	cfg.HTTPPort, cfg.RaftPort, cfg.GossipPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	cfg.AdminTokens = []string{"admin-token-metrics"}
+	cfg.PeerToken = "peer-token-metrics-0123"
 	cfg.Ironic.URL = ir.URL
 	a, err := startAgent(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -43,10 +43,10 @@ temporary directory unless --data-dir is given.`,
 			}
 			token := os.Getenv("CORRAL_ADMIN_TOKEN")
 			if token == "" {
-				b := make([]byte, 16)
-				_, _ = rand.Read(b)
-				token = "dev-" + hex.EncodeToString(b)
+				token = "dev-" + randomHex()
 			}
+			// The peers' own secret: no user ever sees it.
+			peerToken := "dev-peer-" + randomHex()
 			if dataDir == "" {
 				d, err := os.MkdirTemp("", "corral-dev-")
 				if err != nil {
@@ -88,6 +88,7 @@ temporary directory unless --data-dir is given.`,
 				cfg.GossipPort = httpPort + 2
 				cfg.BootstrapExpect = peers + hypervisors
 				cfg.AdminTokens = []string{token}
+				cfg.PeerToken = peerToken
 				cfg.LogLevel = logLevel
 				cfg.Ironic.URL = ironicURL
 				cfg.Ironic.SyncInterval = 2 * time.Second
@@ -205,4 +206,11 @@ func createDevFlavors(addr, token string) error {
 		return fmt.Errorf("create flavor vm-tiny: %w", err)
 	}
 	return nil
+}
+
+// randomHex is 16 random bytes in hex, for the tokens of a dev cluster.
+func randomHex() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

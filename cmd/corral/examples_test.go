@@ -23,7 +23,7 @@ func TestDeployExamplesLoad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		if cfg.BootstrapExpect != 3 || len(cfg.Join) != 3 || len(cfg.AdminTokens) != 1 {
+		if cfg.BootstrapExpect != 3 || len(cfg.Join) != 3 || len(cfg.AdminTokens) != 1 || cfg.PeerToken == "" {
 			t.Fatalf("%s loaded as %+v", f, cfg)
 		}
 	}

@@ -105,7 +105,10 @@ func TestTLSClusterRefusesStranger(t *testing.T) {
 	if err := wrongCert.Do(ctx, http.MethodGet, "/v1/cluster/raft", nil, nil); err == nil {
 		t.Fatal("the API answered a client whose certificate another CA signed")
 	}
-	s := e2e.StartWith(t, 1, e2e.Options{BaseIP: 9, TLS: strangerTLS, ExtraArgs: []string{"--join", c.Agents[0].GossipAddr()},
+	// It means to join (bootstrap_expect 0): to it the cluster's peers are
+	// strangers too, so with bootstrap_expect 1 it would lead a cluster of
+	// its own, apart from this one.
+	s := e2e.StartWith(t, 1, e2e.Options{BaseIP: 9, TLS: strangerTLS, ExtraArgs: []string{"--join", c.Agents[0].GossipAddr(), "--bootstrap-expect", "0"},
 		Env: []string{"CORRAL_GOSSIP_ENCRYPT=" + key}},
 		func(_ int, a *e2e.Agent) { a.Name = "stranger"; sp.agentEnv(a) })
 	stranger := s.Agents[0]
