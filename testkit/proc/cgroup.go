@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Cgroup2Mount returns where the cgroup2 hierarchy is mounted ("" when
@@ -133,7 +134,19 @@ func (c *Cgroups) EnableCPU() (enabled []string, err error) {
 		if slices.Contains(strings.Fields(string(on)), "cpu") {
 			continue
 		}
-		if err := writeCgroupFile(ctl, "+cpu"); err != nil {
+		err = writeCgroupFile(ctl, "+cpu")
+		if errors.Is(err, syscall.EBUSY) && dir == c.Mount {
+			// The mount is the root of a cgroup namespace (a container),
+			// which, unlike the real root, may not pass a controller on
+			// while it holds processes: move them to a group of their own
+			// first, as container runtimes' init scripts do.
+			if merr := evacuate(c.Mount); merr != nil {
+				err = fmt.Errorf("%w; moving its processes to a group of their own failed: %w", err, merr)
+			} else {
+				err = writeCgroupFile(ctl, "+cpu")
+			}
+		}
+		if err != nil {
 			return enabled, fmt.Errorf("%w (a group that holds processes itself cannot pass a controller on: run the tests from a group below %s, or enable cpu in it beforehand)", err, dir)
 		}
 		enabled = append(enabled, ctl)
@@ -154,4 +167,36 @@ func writeCgroupFile(path, s string) error {
 		return fmt.Errorf("write %q to %s: %w", s, path, err)
 	}
 	return f.Close()
+}
+
+// evacuatedGroup holds the processes evacuate moves out of a namespace's
+// root group.
+const evacuatedGroup = "corral-evacuated"
+
+// evacuate moves every process of the group at dir into its child
+// evacuatedGroup. Processes that cannot move (kernel threads) stay; it
+// fails only when none could.
+func evacuate(dir string) error {
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return err
+	}
+	leaf := filepath.Join(dir, evacuatedGroup)
+	if err := os.MkdirAll(leaf, 0o755); err != nil {
+		return err
+	}
+	moved, tried := 0, 0
+	var last error
+	for pid := range strings.FieldsSeq(string(procs)) {
+		tried++
+		if err := writeCgroupFile(filepath.Join(leaf, "cgroup.procs"), pid); err != nil {
+			last = err
+			continue
+		}
+		moved++
+	}
+	if tried > 0 && moved == 0 {
+		return fmt.Errorf("no process of %s could move to %s: %w", dir, leaf, last)
+	}
+	return nil
 }
