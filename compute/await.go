@@ -1,20 +1,11 @@
 package compute
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/corral-dev/corral/fsm"
 )
-
-// ErrAwaiting, returned by Build or Delete (through Handle.Await), ends a
-// worker without an outcome: the backend is carrying out a long step (a
-// bare-metal deploy takes minutes) and the driver's own watcher calls
-// Handle.Wake when it ends. The server holds no worker meanwhile, so a
-// host's worker count bounds the short steps in progress, not the
-// deploys.
-var ErrAwaiting = errors.New("waiting for the backend")
 
 // parking is a server waiting for its backend at one owner epoch.
 type parking struct {

@@ -2,19 +2,11 @@ package compute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/corral-dev/corral/fsm"
 )
-
-// ErrIntent means the intent of a side effect was not committed at the
-// owner's epoch (refused as stale, or no answer from the leader): the side
-// effect was not taken, and the worker stops. The manager starts a new
-// worker for the server later, which reads the log and the backend again;
-// the side effect itself is never retried blindly.
-var ErrIntent = errors.New("the intent was not committed; the side effect was not taken")
 
 // DefaultIntentLease bounds how long after proposing an action's intent
 // the owner may still send its side effect (Config.IntentLease): a commit

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/fsm"
@@ -44,24 +45,11 @@ type Virt interface {
 	Delete(ctx context.Context, h *Handle, s fsm.Server) error
 }
 
-// ErrStop ends a worker quietly: the server needs nothing more from us.
-var ErrStop = errors.New("nothing to do")
-
 // Runner is implemented by a virt driver with work of its own to run
 // while the manager runs (a watcher of the backend's long operations).
 // The manager calls Run once, with its own context.
 type Runner interface {
 	Run(ctx context.Context)
-}
-
-// PermanentError ends a build in ERROR with its message as the fault.
-type PermanentError struct{ Msg string }
-
-func (e *PermanentError) Error() string { return e.Msg }
-
-// Permanent returns a PermanentError.
-func Permanent(format string, args ...any) error {
-	return &PermanentError{Msg: fmt.Sprintf(format, args...)}
 }
 
 // Config configures a manager.
@@ -113,8 +101,8 @@ type seenMark struct {
 // because an intent could not be committed.
 type retryMark struct {
 	epoch uint64
-	at    time.Time // no worker before this
-	fails int
+	at    time.Time                   // no worker before this
+	wait  *backoff.ExponentialBackOff // the next hold-back
 }
 
 type worker struct {
@@ -301,8 +289,9 @@ func (m *Manager) noteOwnership(s fsm.Ownership) {
 }
 
 // work drives one server until it needs nothing more, retrying transient
-// failures with backoff. Each attempt re-reads the committed state, so a
-// delete requested during a build takes over, and a lost server stops it.
+// failures with backoff (retryBackOff). Each attempt re-reads the committed
+// state, so a delete requested during a build takes over, and a lost
+// server stops it.
 func (m *Manager) work(ctx context.Context, id string, w *worker) {
 	defer m.wg.Done()
 	awaiting := false
@@ -327,70 +316,79 @@ func (m *Manager) work(ctx context.Context, id string, w *worker) {
 	defer func() { <-m.sem }()
 	h := &Handle{m: m}
 	start := m.buildStart(id, w.epoch)
-	backoff := 500 * time.Millisecond
-	for attempt := 1; ctx.Err() == nil; attempt++ {
-		s, err := m.c.Store().Server(id)
-		if err != nil || s.Host != m.c.Name() || s.Epoch != w.epoch || !needsWork(s) {
-			return
-		}
-		switch {
-		case s.TaskState == fsm.TaskDeleting:
-			err = m.delete(ctx, h, s)
-		case fsm.IsActionTask(s.TaskState):
-			err = m.act(ctx, h, s) // action.go
-		default:
-			err = m.build(ctx, h, s, start)
-		}
-		var pe *PermanentError
-		switch {
-		case err == nil, errors.Is(err, ErrStop):
-			m.clearRetry(id)
-			return
-		case errors.Is(err, ErrAwaiting):
-			awaiting = true
-			return
-		case ctx.Err() != nil:
-			return // cancelled: the server moved or the host stops
-		case errors.Is(err, fsm.ErrFenced):
-			m.m.fenced.Inc()
-			m.log.Warn("server lost to another owner; stopping", "server", id, "epoch", s.Epoch, "err", err)
-			return
-		case errors.Is(err, ErrIntent):
-			in := m.holdBack(id, s.Epoch)
-			m.log.Warn("an intent was not committed; this worker stops without the side effect, a new one reads the log and the backend again",
-				"server", id, "epoch", s.Epoch, "retry_in", in, "err", err)
-			return
-		case errors.As(err, &pe):
-			h.fail(ctx, s, pe.Msg)
-			return
-		case s.Status == fsm.StatusBuild && time.Since(start) > m.cfg.BuildTimeout:
-			h.fail(ctx, s, fmt.Sprintf("Build of server %s timed out after %s: %v", id, m.cfg.BuildTimeout, err))
-			return
-		}
-		m.log.Warn("server step failed; retrying", "server", id, "attempt", attempt, "in", backoff, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		if backoff < 10*time.Second {
-			backoff *= 2
-		}
+	attempt := 0
+	// Every outcome but a transient failure ends here (step returns nil),
+	// so Retry only paces the retries: no budget of tries or time (a
+	// build's is BuildTimeout, checked by step).
+	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
+		attempt++
+		return struct{}{}, m.step(ctx, h, id, w, start, &awaiting)
+	}, backoff.WithBackOff(retryBackOff()), backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, in time.Duration) {
+			m.log.Warn("server step failed; retrying", "server", id, "attempt", attempt, "in", in, "err", err)
+		}))
+}
+
+// retryBackOff paces a worker's retries of a transient failure and the
+// hold-back of new workers after failed intents: 0.5 s, doubling up to
+// 10 s, without jitter (the servers of a host fail at different times).
+func retryBackOff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 500 * time.Millisecond, Multiplier: 2, MaxInterval: 10 * time.Second}
+}
+
+// step takes the next step of server id (build, delete or action) and
+// returns the error to retry it on, or nil when the worker is done: the
+// server needs nothing more, is parked (awaiting set), was lost, or ended
+// in ERROR.
+func (m *Manager) step(ctx context.Context, h *Handle, id string, w *worker, start time.Time, awaiting *bool) error {
+	s, err := m.c.Store().Server(id)
+	if ctx.Err() != nil || err != nil || s.Host != m.c.Name() || s.Epoch != w.epoch || !needsWork(s) {
+		return nil
 	}
+	switch {
+	case s.TaskState == fsm.TaskDeleting:
+		err = m.delete(ctx, h, s)
+	case fsm.IsActionTask(s.TaskState):
+		err = m.act(ctx, h, s) // action.go
+	default:
+		err = m.build(ctx, h, s, start)
+	}
+	var pe *PermanentError
+	switch {
+	case err == nil, errors.Is(err, ErrStop):
+		m.clearRetry(id)
+	case errors.Is(err, ErrAwaiting):
+		*awaiting = true
+	case ctx.Err() != nil:
+		// cancelled: the server moved or the host stops
+	case errors.Is(err, fsm.ErrFenced):
+		m.m.fenced.Inc()
+		m.log.Warn("server lost to another owner; stopping", "server", id, "epoch", s.Epoch, "err", err)
+	case errors.Is(err, ErrIntent):
+		in := m.holdBack(id, s.Epoch)
+		m.log.Warn("an intent was not committed; this worker stops without the side effect, a new one reads the log and the backend again",
+			"server", id, "epoch", s.Epoch, "retry_in", in, "err", err)
+	case errors.As(err, &pe):
+		h.fail(ctx, s, pe.Msg)
+	case s.Status == fsm.StatusBuild && time.Since(start) > m.cfg.BuildTimeout:
+		h.fail(ctx, s, fmt.Sprintf("Build of server %s timed out after %s: %v", id, m.cfg.BuildTimeout, err))
+	default:
+		return err
+	}
+	return nil
 }
 
 // holdBack keeps a new worker off server id for a while after its worker
-// stopped on a failed intent (growing with each failure, up to 10 s), and
-// returns how long.
+// stopped on a failed intent (retryBackOff: growing with each failure at
+// this epoch until a step succeeds), and returns how long.
 func (m *Manager) holdBack(id string, epoch uint64) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.retry[id]
-	if r.epoch != epoch {
-		r = retryMark{epoch: epoch}
+	r, ok := m.retry[id]
+	if !ok || r.epoch != epoch {
+		r = retryMark{epoch: epoch, wait: retryBackOff()}
 	}
-	d := min(500*time.Millisecond<<min(r.fails, 5), 10*time.Second)
-	r.fails++
+	d := r.wait.NextBackOff()
 	r.at = time.Now().Add(d)
 	m.retry[id] = r
 	return d

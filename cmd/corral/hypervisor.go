@@ -9,7 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/compute"
-	"github.com/corral-dev/corral/compute/fake"
+	"github.com/corral-dev/corral/compute/vmrecord"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/placement"
 )
@@ -27,7 +27,7 @@ func hypervisorInventory(h hypervisorConfig) map[string]placement.Inventory {
 }
 
 // runHypervisor reports this host's inventory once it is registered, then
-// drives its VMs through the fake VM driver until ctx ends.
+// drives its VMs through the VM record driver until ctx ends.
 func runHypervisor(ctx context.Context, cfg agentConfig, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
 	log := logger.With("component", "hypervisor")
 	report := &fsm.ReportInventory{Host: cfg.Name, Inventory: hypervisorInventory(cfg.Hypervisor)}
@@ -51,7 +51,7 @@ func runHypervisor(ctx context.Context, cfg agentConfig, node *cluster.Node, reg
 			backoff *= 2
 		}
 	}
-	mgr, err := compute.New(compute.Config{Logger: logger, Registerer: reg}, node, fake.New())
+	mgr, err := compute.New(compute.Config{Logger: logger, Registerer: reg}, node, vmrecord.New())
 	if err != nil {
 		log.Error("cannot start the compute manager", "err", err)
 		return

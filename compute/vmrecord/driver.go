@@ -1,8 +1,11 @@
-// Package fake is a VM virt driver for hypervisor hosts that only records
-// what it is asked to do: spawns and destroys, with the inventory it
-// reports. It lets corral schedule VMs beside bare metal without a
-// hypervisor behind it. It never imports api, cluster or ironic.
-package fake
+// Package vmrecord is the VM virt driver of hypervisor hosts: it keeps a
+// record of each VM it is asked to run (spawn, actions, destroy) and runs
+// none, as no hypervisor stands behind it yet. It lets corral schedule and
+// account VMs beside bare metal, through the same fencing as every
+// driver. Named for what it holds, not "fake" (production hosts run it)
+// nor "null" (it drops nothing: its records are the VMs' state). It never
+// imports api, cluster or ironic.
+package vmrecord
 
 import (
 	"context"
@@ -29,13 +32,13 @@ type Record struct {
 	Actions int
 }
 
-// Driver is the fake VM driver.
+// Driver is the recording VM driver.
 type Driver struct {
 	mu  sync.Mutex
 	vms map[string]Record
 }
 
-// New returns an empty fake driver.
+// New returns a driver that holds no VM.
 func New() *Driver { return &Driver{vms: map[string]Record{}} }
 
 // Kind implements compute.Virt.

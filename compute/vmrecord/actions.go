@@ -1,4 +1,4 @@
-package fake
+package vmrecord
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func (d *Driver) Act(ctx context.Context, h *compute.Handle, s fsm.Server) error
 	r, ok := d.vms[s.ID]
 	d.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("the fake driver holds no VM for server %s", s.ID)
+		return fmt.Errorf("the VM record driver holds no VM for server %s", s.ID)
 	}
 	witness := strconv.Itoa(r.Actions)
 	if in := s.Action.Intent; in != nil && in.Step == s.Action.Kind && in.Witness != witness {
