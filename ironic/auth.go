@@ -22,11 +22,6 @@ const (
 	AuthPassword  = "password"   // Keystone: a service user's token, the endpoint from the catalog
 )
 
-// ErrAuthentication: the client could not authenticate to Ironic or find it in Keystone's catalog
-// (wrong credentials, unreachable Keystone, no baremetal endpoint). The operator must fix the
-// [ironic] options the message names.
-var ErrAuthentication = errors.New("cannot authenticate to Ironic")
-
 // reauthMargin: a Keystone token this close to its expiry is renewed before a request carries it.
 const reauthMargin = 2 * time.Minute
 

@@ -34,6 +34,11 @@ var (
 	ErrUnavailable = errors.New("Ironic unavailable")
 )
 
+// ErrAuthentication: the client could not authenticate to Ironic or find it in Keystone's catalog
+// (wrong credentials, unreachable Keystone, no baremetal endpoint). The operator must fix the
+// [ironic] options the message names.
+var ErrAuthentication = errors.New("cannot authenticate to Ironic")
+
 // Error is an error of one Ironic call. It unwraps to its sentinel (Kind) and to the cause
 // (a gophercloud.ErrUnexpectedResponseCode or a transport error).
 type Error struct {

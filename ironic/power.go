@@ -50,62 +50,11 @@ func (c *Client) WaitPowerState(ctx context.Context, nodeID, want string) (Node,
 	return n, failed
 }
 
-// Rebuild redeploys an active (or failed) node with spec's image: it
-// writes the image into instance_info and asks for provision state
-// "rebuild" with spec's config drive. It does not wait (see
-// WaitProvisionState). A node already deploying with spec's image is left
-// alone, so a resumed rebuild does not start over.
-func (c *Client) Rebuild(ctx context.Context, nodeID string, spec DeploySpec) error {
-	const call = "Rebuild"
-	if spec.ImageSource == "" {
-		return newError(call, ErrInvalid, "image source is required")
-	}
-	if spec.ConfigDrive == "" && spec.ConfigDriveData != nil && c.minor < mvConfigDriveJSON {
-		return newError(call, ErrUnsupported, "Ironic speaks API 1.%d here: a config drive given as JSON needs 1.%d (Ironic 14.0 or later)", c.minor, mvConfigDriveJSON)
-	}
-	n, err := c.getNode(ctx, call, nodeID)
-	if err != nil {
-		return err
-	}
-	if n.TargetProvisionState == StateActive && n.InstanceInfo["image_source"] == spec.ImageSource {
-		return nil // rebuilding (or deploying) with this image already
-	}
-	if n.ProvisionState != StateActive && n.ProvisionState != StateDeployFailed && n.ProvisionState != StateError {
-		return newError(call, ErrConflict, "node %s is in provision state %q and cannot be rebuilt", n.UUID, n.ProvisionState)
-	}
-	ops := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: spec.ImageSource}}
-	if spec.DisplayName != "" {
-		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/display_name", Value: spec.DisplayName})
-	}
-	if err := c.patchNode(ctx, call, n.UUID, ops); err != nil {
-		return err
-	}
-	opts := provisionOpts(nodes.TargetRebuild, spec)
-	if err := c.setProvisionState(ctx, call, n.UUID, opts); err != nil {
-		return err
-	}
-	c.log.Info("ironic rebuild started", "node", n.UUID, "image", spec.ImageSource)
-	return nil
-}
-
-// provisionOpts is the provision request to target with spec's config
-// drive (a prebuilt one, or the JSON object Ironic builds it from).
-func provisionOpts(target nodes.TargetProvisionState, spec DeploySpec) nodes.ProvisionStateOpts {
-	opts := nodes.ProvisionStateOpts{Target: target}
-	switch {
-	case spec.ConfigDrive != "":
-		opts.ConfigDrive = spec.ConfigDrive
-	case spec.ConfigDriveData != nil:
-		opts.ConfigDrive = configDriveJSON(spec.ConfigDriveData)
-	}
-	return opts
-}
-
-// configDriveJSON is the provision request's configdrive object.
-func configDriveJSON(cd *ConfigDrive) nodes.ConfigDrive {
-	out := nodes.ConfigDrive{MetaData: cd.MetaData, NetworkData: cd.NetworkData}
-	if cd.UserData != "" {
-		out.UserData = cd.UserData
-	}
-	return out
+// SetPowerState asks for a power state ("power on", "power off", "rebooting", ...). It does
+// not wait for the transition.
+func (c *Client) SetPowerState(ctx context.Context, nodeID, target string) error {
+	return c.do(ctx, "SetPowerState", false, func(ctx context.Context) error {
+		return nodes.ChangePowerState(ctx, c.sc, nodeID,
+			nodes.PowerStateOpts{Target: nodes.TargetPowerState(target)}).ExtractErr()
+	})
 }

@@ -31,17 +31,17 @@ type pvSeed func(t *testing.T, specs ...pvNode) []string
 
 var pvProperties = map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100, "capabilities": "boot_mode:uefi"}
 
-func TestProvisionerSim(t *testing.T) {
+func TestClientSuiteSim(t *testing.T) {
 	s := sim.New(sim.Options{DeployDelay: 300 * time.Millisecond, UndeployDelay: 100 * time.Millisecond})
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() {
 		ts.Close()
 		s.Close()
 	})
-	runProvisionerSuite(t, ts.URL, pvSimSeed(s), false)
+	runClientSuite(t, ts.URL, pvSimSeed(s), false)
 }
 
-func TestProvisionerReal(t *testing.T) {
+func TestClientSuiteReal(t *testing.T) {
 	u := os.Getenv("IRONIC_URL")
 	if u == "" {
 		t.Skip("IRONIC_URL not set: export IRONIC_URL=$(scripts/ironic-up.sh)")
@@ -71,7 +71,7 @@ func TestProvisionerReal(t *testing.T) {
 		}
 		return ids
 	}
-	runProvisionerSuite(t, u, seed, true)
+	runClientSuite(t, u, seed, true)
 }
 
 // pvSimSeed seeds nodes directly into a simulator.
@@ -133,9 +133,9 @@ func pvWantErr(t *testing.T, err, sentinel error, faultPart string) {
 	}
 }
 
-// runProvisionerSuite runs the Client against the Ironic at url; cases run in parallel and
+// runClientSuite runs the Client against the Ironic at url; cases run in parallel and
 // isolate themselves by node name and resource class.
-func runProvisionerSuite(t *testing.T, url string, seed pvSeed, real bool) {
+func runClientSuite(t *testing.T, url string, seed pvSeed, real bool) {
 	start := time.Now()
 	prefix := pvPrefix(t)
 	timeout := 10 * time.Second
@@ -181,7 +181,7 @@ func runProvisionerSuite(t *testing.T, url string, seed pvSeed, real bool) {
 			})
 		}
 	})
-	t.Logf("provisioner suite against %s took %v", url, time.Since(start).Round(time.Millisecond))
+	t.Logf("client suite against %s took %v", url, time.Since(start).Round(time.Millisecond))
 }
 
 func pvTestNodes(t *testing.T, c *Client, name func(string) string, seed pvSeed, ctx context.Context) {

@@ -3,8 +3,6 @@ package ironic
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
@@ -195,51 +193,62 @@ func (c *Client) WaitProvisionState(ctx context.Context, nodeID, want string) (N
 	return n, failed
 }
 
-// poll calls check every PollInterval until it reports done, fails with an error that is not
-// transient, or ctx is done. last describes the latest observation for the timeout error.
-func (c *Client) poll(ctx context.Context, call string, check func() (done bool, last string, err error)) error {
-	// The first checks come sooner: most waits (an allocation, a state
-	// change Ironic makes at once) end within a few tens of milliseconds,
-	// and a worker waiting a whole interval for them is a worker idle.
-	// The wait doubles up to PollInterval, so a long wait costs about
-	// three requests more than polling at PollInterval from the start.
-	wait := min(c.opts.PollInterval, firstPoll)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	start := time.Now()
-	var seen string
-	for {
-		done, last, err := check()
-		if done {
-			return nil
-		}
-		if last != "" {
-			seen = last
-		}
-		if err != nil && !retryableWhilePolling(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			msg := "gave up after " + strconv.FormatFloat(time.Since(start).Seconds(), 'f', 1, 64) + "s"
-			if seen != "" {
-				msg += ", last seen " + seen
-			}
-			if err != nil {
-				msg += ", last error: " + err.Error()
-			}
-			return &Error{Call: call, Fault: msg, Err: ctx.Err()}
-		case <-t.C:
-		}
-		wait = min(2*wait, c.opts.PollInterval)
-		t.Reset(wait)
+// Rebuild redeploys an active (or failed) node with spec's image: it
+// writes the image into instance_info and asks for provision state
+// "rebuild" with spec's config drive. It does not wait (see
+// WaitProvisionState). A node already deploying with spec's image is left
+// alone, so a resumed rebuild does not start over.
+func (c *Client) Rebuild(ctx context.Context, nodeID string, spec DeploySpec) error {
+	const call = "Rebuild"
+	if spec.ImageSource == "" {
+		return newError(call, ErrInvalid, "image source is required")
 	}
+	if spec.ConfigDrive == "" && spec.ConfigDriveData != nil && c.minor < mvConfigDriveJSON {
+		return newError(call, ErrUnsupported, "Ironic speaks API 1.%d here: a config drive given as JSON needs 1.%d (Ironic 14.0 or later)", c.minor, mvConfigDriveJSON)
+	}
+	n, err := c.getNode(ctx, call, nodeID)
+	if err != nil {
+		return err
+	}
+	if n.TargetProvisionState == StateActive && n.InstanceInfo["image_source"] == spec.ImageSource {
+		return nil // rebuilding (or deploying) with this image already
+	}
+	if n.ProvisionState != StateActive && n.ProvisionState != StateDeployFailed && n.ProvisionState != StateError {
+		return newError(call, ErrConflict, "node %s is in provision state %q and cannot be rebuilt", n.UUID, n.ProvisionState)
+	}
+	ops := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: spec.ImageSource}}
+	if spec.DisplayName != "" {
+		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/display_name", Value: spec.DisplayName})
+	}
+	if err := c.patchNode(ctx, call, n.UUID, ops); err != nil {
+		return err
+	}
+	opts := provisionOpts(nodes.TargetRebuild, spec)
+	if err := c.setProvisionState(ctx, call, n.UUID, opts); err != nil {
+		return err
+	}
+	c.log.Info("ironic rebuild started", "node", n.UUID, "image", spec.ImageSource)
+	return nil
 }
 
-// firstPoll is the first wait of poll.
-const firstPoll = 15 * time.Millisecond
+// provisionOpts is the provision request to target with spec's config
+// drive (a prebuilt one, or the JSON object Ironic builds it from).
+func provisionOpts(target nodes.TargetProvisionState, spec DeploySpec) nodes.ProvisionStateOpts {
+	opts := nodes.ProvisionStateOpts{Target: target}
+	switch {
+	case spec.ConfigDrive != "":
+		opts.ConfigDrive = spec.ConfigDrive
+	case spec.ConfigDriveData != nil:
+		opts.ConfigDrive = configDriveJSON(spec.ConfigDriveData)
+	}
+	return opts
+}
 
-func retryableWhilePolling(err error) bool {
-	e, ok := err.(*Error)
-	return ok && (e.Kind == ErrUnavailable || e.Kind == ErrNodeLocked)
+// configDriveJSON is the provision request's configdrive object.
+func configDriveJSON(cd *ConfigDrive) nodes.ConfigDrive {
+	out := nodes.ConfigDrive{MetaData: cd.MetaData, NetworkData: cd.NetworkData}
+	if cd.UserData != "" {
+		out.UserData = cd.UserData
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/allocations"
 )
 
@@ -195,4 +196,45 @@ func (c *Client) DeleteAllocation(ctx context.Context, id string) error {
 		return nil
 	}
 	return err
+}
+
+// BackfillAllocation records an allocation for a node that is active with
+// an instance_uuid (API 1.58): Ironic gives it the instance's UUID. An
+// allocation that exists already for that instance on that node is
+// returned as it is. A refused backfill leaves an allocation in state
+// error behind in Ironic; it is deleted before the error is returned.
+func (c *Client) BackfillAllocation(ctx context.Context, nodeID, instanceUUID string) (Allocation, error) {
+	const call = "BackfillAllocation"
+	if err := c.needAllocations(call); err != nil {
+		return Allocation{}, err
+	}
+	if c.minor < 58 {
+		return Allocation{}, newError(call, ErrUnsupported, "backfilling allocations needs API 1.58, negotiated %s", c.version)
+	}
+	if a, err := c.getAllocation(ctx, call, instanceUUID); err == nil && a.State == AllocationActive {
+		if !strings.EqualFold(a.NodeUUID, nodeID) {
+			return Allocation{}, newError(call, ErrConflict, "allocation %s holds node %s, not %s", a.UUID, a.NodeUUID, nodeID)
+		}
+		return a, nil
+	}
+	var j allocJSON
+	err := c.do(ctx, call, false, func(ctx context.Context) error {
+		_, err := c.sc.Post(ctx, c.sc.ServiceURL("allocations"), map[string]any{"node": nodeID}, &j,
+			&gophercloud.RequestOpts{OkCodes: []int{201}})
+		return err
+	})
+	if err == nil {
+		return j.allocation(), nil
+	}
+	if a, gerr := c.getAllocation(ctx, call, instanceUUID); gerr == nil {
+		switch {
+		case a.State == AllocationActive && strings.EqualFold(a.NodeUUID, nodeID):
+			return a, nil // created meanwhile (a retry)
+		case a.State == AllocationError:
+			if derr := c.DeleteAllocation(ctx, a.UUID); derr != nil {
+				c.log.Warn("could not delete a failed backfilled allocation", "allocation", a.UUID, "err", derr)
+			}
+		}
+	}
+	return Allocation{}, err
 }
