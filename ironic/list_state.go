@@ -3,7 +3,6 @@ package ironic
 import (
 	"context"
 	"net/url"
-	"strconv"
 )
 
 // stateListFields are what ListNodesInState asks for: enough to tell
@@ -18,38 +17,21 @@ const stateListFields = "uuid,provision_state,target_provision_state,instance_uu
 // host waiting for many deploys learns where all of them stand in one
 // round trip instead of one per node.
 func (c *Client) ListNodesInState(ctx context.Context, state string) ([]Node, error) {
-	const call = "ListNodesInState"
-	q := url.Values{"limit": {strconv.Itoa(c.opts.pageSize)}, "provision_state": {state}}
+	q := url.Values{"provision_state": {state}}
 	base := c.sc.ServiceURL("nodes", "detail")
 	if c.minor >= mvFields {
 		base = c.sc.ServiceURL("nodes")
 		q.Set("fields", stateListFields)
 	}
 	var out []Node
-	seen := map[string]bool{}
-	for {
-		var page struct {
-			Nodes []nodeJSON `json:"nodes"`
-			Next  string     `json:"next"`
-		}
-		if err := c.get(ctx, call, base+"?"+q.Encode(), &page); err != nil {
-			return nil, err
-		}
-		for i := range page.Nodes {
-			out = append(out, page.Nodes[i].node())
-		}
-		// Ironic's next link does not always repeat the filters: keep our
-		// query and take only the marker.
-		if page.Next == "" || len(page.Nodes) < c.opts.pageSize {
-			return out, nil
-		}
-		marker := page.Nodes[len(page.Nodes)-1].UUID
-		if seen[marker] {
-			return nil, newError(call, nil, "pagination loops at marker %s", marker)
-		}
-		seen[marker] = true
-		q.Set("marker", marker)
+	_, err := listPages[nodePage](ctx, c, listing{call: "ListNodesInState", base: base, query: q}, func(j *nodeJSON) bool {
+		out = append(out, j.node())
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // PageSize is the number of nodes a listing asks for per request.

@@ -69,6 +69,8 @@ type nodeJSON struct {
 	ProvisionUpdatedAt   *string        `json:"provision_updated_at"`
 }
 
+func (j nodeJSON) uuid() string { return j.UUID }
+
 func (j *nodeJSON) node() Node {
 	n := Node{
 		UUID: j.UUID, Name: derefStr(j.Name), ResourceClass: derefStr(j.ResourceClass),

@@ -2,9 +2,7 @@ package ironic
 
 import (
 	"context"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -56,62 +54,37 @@ func (c *Client) ListNodesSorted(ctx context.Context, opts ListOptions) (nodes [
 	return c.listNodes(ctx, "ListNodes", c.sc.ServiceURL("nodes", "detail"), url.Values{}, opts)
 }
 
-// listNodes pages through the node list at base with the query q and opts.
+// listNodes reads the node list at base with the query q and opts.
 func (c *Client) listNodes(ctx context.Context, call, base string, q url.Values, opts ListOptions) (nodes []Node, asOf time.Time, err error) {
-	limit := c.opts.pageSize
-	if opts.Limit > 0 {
-		limit = min(opts.Limit, limit)
-	}
-	q.Set("limit", strconv.Itoa(limit))
 	if opts.SortKey != "" {
 		q.Set("sort_key", opts.SortKey)
 	}
 	if opts.SortDir != "" {
 		q.Set("sort_dir", opts.SortDir)
 	}
-	if opts.Marker != "" {
-		q.Set("marker", opts.Marker)
+	l := listing{call: call, base: base, query: q, limit: opts.Limit, marker: opts.Marker}
+	asOf, err = listPages[nodePage](ctx, c, l, func(j *nodeJSON) bool {
+		n := j.node()
+		if opts.Until != nil && opts.Until(n) {
+			return false
+		}
+		nodes = append(nodes, n)
+		return true
+	})
+	if err != nil {
+		return nil, time.Time{}, err
 	}
-	var out []Node
-	seen := map[string]bool{}
-	for {
-		var page struct {
-			Nodes []nodeJSON `json:"nodes"`
-			Next  string     `json:"next"`
-		}
-		u := base + "?" + q.Encode()
-		err := c.do(ctx, call, true, func(ctx context.Context) error {
-			resp, err := c.sc.Get(ctx, u, &page, nil)
-			if err == nil && resp != nil && asOf.IsZero() {
-				asOf, _ = http.ParseTime(resp.Header.Get("Date"))
-			}
-			return err
-		})
-		if err != nil {
-			return nil, time.Time{}, err
-		}
-		for i := range page.Nodes {
-			n := page.Nodes[i].node()
-			if opts.Until != nil && opts.Until(n) {
-				return out, asOf, nil
-			}
-			out = append(out, n)
-		}
-		if page.Next == "" || len(page.Nodes) == 0 {
-			return out, asOf, nil
-		}
-		// The next link is built from the host Ironic saw; keep our endpoint and take its marker.
-		marker := page.Nodes[len(page.Nodes)-1].UUID
-		if nu, err := url.Parse(page.Next); err == nil && nu.Query().Get("marker") != "" {
-			marker = nu.Query().Get("marker")
-		}
-		if seen[marker] {
-			return nil, time.Time{}, newError(call, nil, "pagination loops at marker %s", marker)
-		}
-		seen[marker] = true
-		q.Set("marker", marker)
-	}
+	return nodes, asOf, nil
 }
+
+// nodePage is one page of a node list.
+type nodePage struct {
+	Nodes []nodeJSON `json:"nodes"`
+	Next  string     `json:"next"`
+}
+
+func (p *nodePage) items() []nodeJSON { return p.Nodes }
+func (p *nodePage) nextLink() string  { return p.Next }
 
 // ListNodesBrief returns every node like ListNodes, in creation order, with asOf as
 // ListNodesSorted, reading a fraction of the bytes: the nodes with ?fields= (every field of
@@ -147,35 +120,32 @@ func (c *Client) ListNodesBrief(ctx context.Context) (nodes []Node, asOf time.Ti
 
 // allocationsByNode maps each node that an allocation holds to that allocation's UUID.
 func (c *Client) allocationsByNode(ctx context.Context) (map[string]string, error) {
-	const call = "ListAllocations"
-	q := url.Values{"limit": {strconv.Itoa(c.opts.pageSize)}, "fields": {"uuid,node_uuid"}}
-	base := c.sc.ServiceURL("allocations")
 	out := map[string]string{}
-	seen := map[string]bool{}
-	for {
-		var page struct {
-			Allocations []struct {
-				UUID     string  `json:"uuid"`
-				NodeUUID *string `json:"node_uuid"`
-			} `json:"allocations"`
-			Next string `json:"next"`
+	l := listing{call: "ListAllocations", base: c.sc.ServiceURL("allocations"), query: url.Values{"fields": {"uuid,node_uuid"}}}
+	_, err := listPages[allocationRefPage](ctx, c, l, func(a *allocationRef) bool {
+		if a.NodeUUID != nil && *a.NodeUUID != "" {
+			out[*a.NodeUUID] = a.UUID
 		}
-		if err := c.get(ctx, call, base+"?"+q.Encode(), &page); err != nil {
-			return nil, err
-		}
-		for _, a := range page.Allocations {
-			if a.NodeUUID != nil && *a.NodeUUID != "" {
-				out[*a.NodeUUID] = a.UUID
-			}
-		}
-		if page.Next == "" || len(page.Allocations) == 0 {
-			return out, nil
-		}
-		marker := page.Allocations[len(page.Allocations)-1].UUID
-		if seen[marker] {
-			return nil, newError(call, nil, "pagination loops at marker %s", marker)
-		}
-		seen[marker] = true
-		q.Set("marker", marker)
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
+
+// allocationRef is an allocation listed with only its UUID and node.
+type allocationRef struct {
+	UUID     string  `json:"uuid"`
+	NodeUUID *string `json:"node_uuid"`
+}
+
+func (a allocationRef) uuid() string { return a.UUID }
+
+type allocationRefPage struct {
+	Allocations []allocationRef `json:"allocations"`
+	Next        string          `json:"next"`
+}
+
+func (p *allocationRefPage) items() []allocationRef { return p.Allocations }
+func (p *allocationRefPage) nextLink() string       { return p.Next }

@@ -3,7 +3,6 @@ package ironic
 import (
 	"context"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -21,6 +20,8 @@ type portJSON struct {
 	Address  string         `json:"address"`
 	Extra    map[string]any `json:"extra"`
 }
+
+func (j portJSON) uuid() string { return j.UUID }
 
 func (j portJSON) port() Port {
 	return Port{UUID: j.UUID, NodeUUID: derefStr(j.NodeUUID), Address: strings.ToLower(j.Address), Extra: stringifyMap(j.Extra)}
@@ -59,7 +60,7 @@ func (c *Client) CreatePort(ctx context.Context, spec PortSpec) (Port, error) {
 // ListPorts returns the ports of one node, or of every node when nodeID is
 // empty, following Ironic's pagination.
 func (c *Client) ListPorts(ctx context.Context, nodeID string) ([]Port, error) {
-	q := url.Values{"limit": {strconv.Itoa(c.opts.pageSize)}}
+	q := url.Values{}
 	if nodeID != "" {
 		q.Set("node", nodeID)
 	}
@@ -81,28 +82,21 @@ func (c *Client) PortByAddress(ctx context.Context, mac string) (Port, error) {
 }
 
 func (c *Client) listPorts(ctx context.Context, call string, q url.Values) ([]Port, error) {
-	base := c.sc.ServiceURL("ports", "detail")
 	var out []Port
-	seen := map[string]bool{}
-	for {
-		var page struct {
-			Ports []portJSON `json:"ports"`
-			Next  string     `json:"next"`
-		}
-		if err := c.get(ctx, call, base+"?"+q.Encode(), &page); err != nil {
-			return nil, err
-		}
-		for _, p := range page.Ports {
-			out = append(out, p.port())
-		}
-		if page.Next == "" || len(page.Ports) == 0 {
-			return out, nil
-		}
-		marker := page.Ports[len(page.Ports)-1].UUID
-		if seen[marker] {
-			return nil, newError(call, nil, "pagination loops at marker %s", marker)
-		}
-		seen[marker] = true
-		q.Set("marker", marker)
+	_, err := listPages[portPage](ctx, c, listing{call: call, base: c.sc.ServiceURL("ports", "detail"), query: q}, func(p *portJSON) bool {
+		out = append(out, p.port())
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
+
+type portPage struct {
+	Ports []portJSON `json:"ports"`
+	Next  string     `json:"next"`
+}
+
+func (p *portPage) items() []portJSON { return p.Ports }
+func (p *portPage) nextLink() string  { return p.Next }
