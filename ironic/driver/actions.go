@@ -58,10 +58,6 @@ func (d *Driver) Act(ctx context.Context, h *compute.Handle, s fsm.Server) error
 	return compute.Permanent("server action %q is unknown to the Ironic driver", s.Action.Kind)
 }
 
-// errRefused marks a side effect Ironic refused (4xx but a lock): nothing
-// was done.
-var errRefused = errors.New("Ironic refused the request")
-
 // effect is one side effect of an action on the server's node.
 type effect struct {
 	step string // the intent's step

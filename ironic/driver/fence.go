@@ -10,13 +10,6 @@ import (
 	"github.com/corral-dev/corral/ironic"
 )
 
-// ErrNotHeld means the server's Ironic node no longer carries the
-// server's reservation, so the driver stopped before touching the node.
-// When the log already shows that the server moved, the error wraps
-// fsm.ErrFenced as well and the owner stops; otherwise the step is
-// retried, and a reservation really lost ends the build at its timeout.
-var ErrNotHeld = errors.New("the Ironic node no longer carries this server's reservation")
-
 // holds reports whether Ironic shows the node reserved for the server,
 // the way the server reserved it: by its allocation when it has one,
 // else by the node's instance_uuid.
