@@ -217,6 +217,9 @@ func (c *Client) SupportsAllocations() bool { return c.minor >= mvAllocations }
 
 // do runs one request (fn) with RequestTimeout, retrying 409 NodeLocked with exponential
 // backoff and, when idempotent, transport errors and 502/503/504. Errors are *Error.
+// The two budgets are counted apart, each on its own curve (a conductor holding a node's
+// lock for seconds must not use up the retries of a flaky network, nor the reverse), which
+// this loop says more plainly than a retry library's one policy per call.
 func (c *Client) do(ctx context.Context, call string, idempotent bool, fn func(context.Context) error) error {
 	locked, flaky := 0, 0
 	for {
