@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -252,7 +254,7 @@ func (r *ActionResult) cutOff(log EffectLog, windows []Window) {
 		}
 		r.CutOff += n
 		r.note("fault %d, %s %s: %d side effects in Ironic by the agents cut off (%s)", i+1, w.Name, w.Detail, n,
-			strings.Join(sortedKeys(small), ","))
+			strings.Join(slices.Sorted(maps.Keys(small)), ","))
 	}
 }
 
@@ -339,7 +341,7 @@ func (r *ActionResult) attribute(log EffectLog, acts []*action, byRID map[string
 					r.add("refused-with-side-effect", a.id, "%s; yet Ironic took %s", a.describe(), attributed{e: e, byID: true})
 					continue
 				}
-				if !contains(kinds, a.info.Kind) {
+				if !slices.Contains(kinds, a.info.Kind) {
 					r.note("%s carries the request id of a %s (not counted as its side effect)", attributed{e: e, byID: true}, a.info.Kind)
 					continue
 				}
@@ -366,7 +368,7 @@ func (r *ActionResult) attribute(log EffectLog, acts []*action, byRID map[string
 		}
 		var owner *action
 		for _, a := range byNode[e.Node] {
-			if a.invoke < e.At && contains(kinds, a.info.Kind) {
+			if a.invoke < e.At && slices.Contains(kinds, a.info.Kind) {
 				owner = a
 			}
 		}
@@ -378,15 +380,6 @@ func (r *ActionResult) attribute(log EffectLog, acts []*action, byRID map[string
 		r.ByWindow++
 		owner.effects = append(owner.effects, attributed{e: e})
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // checkAction applies the rules to one action.

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,7 +58,7 @@ func writeActions(w func(string, ...any), a *ActionResult) {
 		}
 	}
 	nodes, twice := 0, 0
-	for _, n := range sortedKeys(a.Nodes) {
+	for _, n := range slices.Sorted(maps.Keys(a.Nodes)) {
 		if a.Nodes[n].Doubled > 0 {
 			nodes++
 			twice += a.Nodes[n].Doubled
@@ -66,7 +68,7 @@ func writeActions(w func(string, ...any), a *ActionResult) {
 	w("Rebuilds: %d nodes rebuilt; %d of them re-imaged twice for one request (%d requests).", len(a.Nodes), nodes, twice)
 	if len(a.NoID) > 0 {
 		var parts []string
-		for _, k := range sortedKeys(a.NoID) {
+		for _, k := range slices.Sorted(maps.Keys(a.NoID)) {
 			parts = append(parts, fmt.Sprintf("%s %d", k, a.NoID[k]))
 		}
 		w("")
@@ -79,7 +81,7 @@ func writeActions(w func(string, ...any), a *ActionResult) {
 		for _, an := range a.Anomalies {
 			w("- `%s` %s: %s", an.Kind, an.Server, strings.ReplaceAll(an.Detail, "|", `\|`))
 		}
-		for _, k := range sortedKeys(a.Counts) {
+		for _, k := range slices.Sorted(maps.Keys(a.Counts)) {
 			if a.Counts[k] > 25 {
 				w("- … %d `%s` in all", a.Counts[k], k)
 			}

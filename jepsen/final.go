@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -174,7 +175,7 @@ func (r *FinalResult) checkOwners(fs FinalState, live map[string]ServerState) {
 	for _, h := range fs.Hosts {
 		hostUp[h.Name] = h.Status == "up"
 	}
-	for _, id := range sortedIDs(live) {
+	for _, id := range slices.Sorted(maps.Keys(live)) {
 		s := live[id]
 		if s.Status == "BUILD" || s.Deleting() || s.Acting() {
 			r.add("stuck", id, "still %s (task %q) after the faults healed", s.Status, s.Task)
@@ -222,15 +223,6 @@ func (r *FinalResult) checkOwners(fs FinalState, live map[string]ServerState) {
 	}
 }
 
-func sortedIDs[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // checkReservations: at most one server per node and one node per server
 // in corral's state, agreeing with the servers' views (invariant 1).
 func (r *FinalResult) checkReservations(fs FinalState, live map[string]ServerState) {
@@ -250,18 +242,18 @@ func (r *FinalResult) checkReservations(fs FinalState, live map[string]ServerSta
 			r.add("reservation-mismatch", res.ServerID, "reservation names host %s, the server's owner is %s", res.Host, s.Host)
 		}
 	}
-	for _, n := range sortedIDs(byNode) {
+	for _, n := range slices.Sorted(maps.Keys(byNode)) {
 		if len(byNode[n]) > 1 {
 			r.add("double-booked-node", strings.Join(byNode[n], ","), "node %s is reserved by %d servers", n, len(byNode[n]))
 		}
 	}
-	for _, s := range sortedIDs(byServer) {
+	for _, s := range slices.Sorted(maps.Keys(byServer)) {
 		if len(byServer[s]) > 1 {
 			r.add("server-multi-node", s, "server holds %d nodes: %s", len(byServer[s]), strings.Join(byServer[s], ","))
 		}
 	}
 	viewNode := map[string][]string{}
-	for _, id := range sortedIDs(live) {
+	for _, id := range slices.Sorted(maps.Keys(live)) {
 		s := live[id]
 		if s.Node == "" {
 			if s.Status == "ACTIVE" {
@@ -274,7 +266,7 @@ func (r *FinalResult) checkReservations(fs FinalState, live map[string]ServerSta
 			r.add("reservation-mismatch", id, "server shows node %s but corral has no reservation for it", s.Node)
 		}
 	}
-	for _, n := range sortedIDs(viewNode) {
+	for _, n := range slices.Sorted(maps.Keys(viewNode)) {
 		if len(viewNode[n]) > 1 {
 			r.add("double-booked-node", strings.Join(viewNode[n], ","), "servers %v all show node %s", viewNode[n], n)
 		}
@@ -301,7 +293,7 @@ func (r *FinalResult) checkIronic(fs FinalState, live map[string]ServerState) {
 			r.add("ironic-leak", inst, "Ironic node %s (%s) holds instance_uuid of a server that is not live", n.UUID, n.ProvisionState)
 		}
 	}
-	for _, id := range sortedIDs(nodeOf) {
+	for _, id := range slices.Sorted(maps.Keys(nodeOf)) {
 		if len(nodeOf[id]) > 1 {
 			r.add("ironic-server-multi-node", id, "Ironic nodes %s all hold this instance", strings.Join(nodeOf[id], ","))
 		}
@@ -318,12 +310,12 @@ func (r *FinalResult) checkIronic(fs FinalState, live map[string]ServerState) {
 			r.add("ironic-leak", server, "Ironic allocation %s (%s, node %q) belongs to no live server", a.UUID, a.State, str(a.NodeUUID))
 		}
 	}
-	for _, n := range sortedIDs(allocOfNode) {
+	for _, n := range slices.Sorted(maps.Keys(allocOfNode)) {
 		if len(allocOfNode[n]) > 1 {
 			r.add("ironic-double-booked-node", n, "Ironic node %s has %d allocations: %s", n, len(allocOfNode[n]), strings.Join(allocOfNode[n], ","))
 		}
 	}
-	for _, id := range sortedIDs(live) {
+	for _, id := range slices.Sorted(maps.Keys(live)) {
 		s := live[id]
 		held := nodeOf[id]
 		switch {

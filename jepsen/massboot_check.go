@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -145,7 +147,7 @@ func (r *MassResult) checkSnap(w Wave, k int, s Snap, nodes int) {
 	if active > nodes {
 		r.add("active-exceeds-nodes", "", "wave %d: %d servers ACTIVE at %s with only %d nodes", w.Number, active, secs(s.Time), nodes)
 	}
-	for _, n := range sortedIDs(holders) {
+	for _, n := range slices.Sorted(maps.Keys(holders)) {
 		if len(holders[n]) > 1 {
 			r.add("double-booked-node", strings.Join(holders[n], ","), "wave %d at %s: live servers %v all show node %s",
 				w.Number, secs(s.Time), holders[n], n)
@@ -167,7 +169,7 @@ func (r *MassResult) checkWaveIronic(w Wave, s Snap) {
 			allocs[n] = append(allocs[n], a.UUID)
 		}
 	}
-	for _, n := range sortedIDs(allocs) {
+	for _, n := range slices.Sorted(maps.Keys(allocs)) {
 		if len(allocs[n]) > 1 {
 			r.add("ironic-double-booked-node", n, "wave %d at %s: Ironic node %s has %d allocations: %s", w.Number, secs(s.Time), n, len(allocs[n]), strings.Join(allocs[n], ","))
 		}
@@ -180,7 +182,7 @@ func (r *MassResult) checkWaveIronic(w Wave, s Snap) {
 			nodesOf[i] = append(nodesOf[i], n.UUID)
 		}
 	}
-	for _, id := range sortedIDs(nodesOf) {
+	for _, id := range slices.Sorted(maps.Keys(nodesOf)) {
 		if len(nodesOf[id]) > 1 {
 			r.add("ironic-server-multi-node", id, "wave %d at %s: Ironic nodes %s all hold this instance", w.Number, secs(s.Time), strings.Join(nodesOf[id], ","))
 		}
@@ -302,7 +304,7 @@ func (r *MassResult) checkFinal(fs FinalState, nodes int) {
 				res.NodeUUID, a.UUID, str(a.NodeUUID), a.State)
 		}
 	}
-	for _, id := range sortedIDs(allocByUUID) {
+	for _, id := range slices.Sorted(maps.Keys(allocByUUID)) {
 		// A failed allocation holds no node and reserves nothing.
 		if a := allocByUUID[id]; !reserved[id] && str(a.NodeUUID) != "" {
 			r.add("allocation-mismatch", a.UUID, "Ironic allocation %s (%s, node %q) is in no reservation of corral's", a.UUID, a.State, str(a.NodeUUID))

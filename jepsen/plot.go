@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,19 +15,17 @@ import (
 // shade colours of fault families.
 func shade(name string) color.Color {
 	switch {
-	case hasPrefix(name, "partition"):
+	case strings.HasPrefix(name, "partition"):
 		return color.NRGBA{R: 80, G: 120, B: 255, A: 55}
-	case hasPrefix(name, "pause"):
+	case strings.HasPrefix(name, "pause"):
 		return color.NRGBA{R: 255, G: 200, B: 0, A: 70}
-	case hasPrefix(name, "combo"):
+	case strings.HasPrefix(name, "combo"):
 		return color.NRGBA{R: 180, G: 60, B: 220, A: 55}
-	case hasPrefix(name, "wipe"), hasPrefix(name, "restart"):
+	case strings.HasPrefix(name, "wipe"), strings.HasPrefix(name, "restart"):
 		return color.NRGBA{R: 0, G: 170, B: 170, A: 55}
 	}
 	return color.NRGBA{R: 255, G: 80, B: 80, A: 50} // kill, leader-kill
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // PlotLatency draws every operation's latency over time (log scale), one
 // series per function for successes and one each for failures and

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -222,7 +224,7 @@ func WriteReport(dir string, v Verdict) error {
 	if len(v.DataRaces) > 0 {
 		w("")
 		w("## Data races")
-		for _, agent := range sortedKeys(v.DataRaces) {
+		for _, agent := range slices.Sorted(maps.Keys(v.DataRaces)) {
 			w("")
 			w("### %s (%d reports; the first)", agent, len(v.DataRaces[agent]))
 			w("")
@@ -270,7 +272,7 @@ func causes(m map[string]int) string {
 		return ""
 	}
 	var parts []string
-	for _, k := range sortedIDs(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
@@ -283,22 +285,13 @@ func finalHeal(f FaultResult) string {
 	return ", and the final heal failed"
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // raceSummary counts race reports per agent: "none" or "n1 2, n3 1".
 func raceSummary(m map[string][]string) string {
 	if len(m) == 0 {
 		return "none"
 	}
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, len(m[k])))
 	}
 	return strings.Join(parts, ", ")
