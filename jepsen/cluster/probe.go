@@ -103,7 +103,7 @@ func (pr *Probe) WaitReady(ctx context.Context, nodes int, timeout time.Duration
 			return nil
 		}
 		if !pace.Sleep(ctx, 300*time.Millisecond) {
-			return fmt.Errorf("cluster not ready after %s: %v", timeout, last)
+			return fmt.Errorf("cluster not ready after %s: %w", timeout, last)
 		}
 	}
 }
@@ -131,7 +131,7 @@ func (pr *Probe) Recover(ctx context.Context, timeout time.Duration) (time.Durat
 			return time.Since(start), nil
 		}
 		if !pace.Sleep(ctx, 300*time.Millisecond) {
-			return time.Since(start), fmt.Errorf("not recovered after %s: %v", timeout, last)
+			return time.Since(start), fmt.Errorf("not recovered after %s: %w", timeout, last)
 		}
 	}
 }
