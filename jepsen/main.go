@@ -5,11 +5,16 @@
 // partitions the agents and rotates their gossip key, then checks the
 // recorded history and the final state. With -tls everything speaks TLS
 // (certificates from the binary's own `corral tls`); with -keystone the
-// workload authenticates with Keystone tokens. It talks to corral and Ironic only over HTTP; its processes and
-// partitions come from corral's testkit/proc and testkit/netem, which hold
-// none of corral's internals. Exit status: 0 when every checker is valid,
-// 1 when one is not, 2 when the run itself failed, including a run in
-// which a fault could not be injected or healed.
+// workload authenticates with Keystone tokens. It talks to corral and
+// Ironic only over HTTP; its processes and partitions come from corral's
+// testkit/proc and testkit/netem, which hold none of corral's internals.
+// Exit status: 0 when every checker is valid, 1 when one is not, 2 when
+// the run itself failed, including a run in which a fault could not be
+// injected or healed, 130 when interrupted.
+//
+// This package holds the command line (main.go), the run (run.go) and
+// -recheck (recheck.go); the suite's parts are packages by role: cluster,
+// client, workload, nemesis, history, check and report (README, "Layout").
 package main
 
 import (
@@ -21,6 +26,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/corral-dev/corral/jepsen/history"
+	"github.com/corral-dev/corral/jepsen/nemesis"
 	"github.com/corral-dev/corral/testkit/proc"
 )
 
@@ -96,7 +103,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.TLS, "tls", false, "TLS everywhere: a CA and per-peer certificates from corral tls, agents with [tls] (verify_incoming) and [gossip] encrypt, clients over HTTPS with a client certificate")
 	fs.BoolVar(&c.Keystone, "keystone", false, "agents with [auth] strategy = keystone, the workload as a Keystone member user (alice, demo-a); needs -openstack-env (skipped, with a message, without it)")
 	fs.StringVar(&c.OpenStackEnv, "openstack-env", os.Getenv("OPENSTACK_ENV"), "env file of scripts/openstack-up.sh (default $OPENSTACK_ENV), for -keystone")
-	fs.StringVar(&c.Workload, "workload", WorkloadMixed, "mixed: clients boot, delete, show and list at random; massboot: waves of -wave-size simultaneous boots, then deletes of them all; actions: boots and deletes plus stop, start, reboot and rebuild, faults aimed at the owners of servers with an action just accepted")
+	fs.StringVar(&c.Workload, "workload", history.WorkloadMixed, "mixed: clients boot, delete, show and list at random; massboot: waves of -wave-size simultaneous boots, then deletes of them all; actions: boots and deletes plus stop, start, reboot and rebuild, faults aimed at the owners of servers with an action just accepted")
 	fs.IntVar(&c.ActionClients, "action-clients", 6, "actions: clients sending server actions (beside -clients booting, deleting, showing and listing)")
 	fs.DurationVar(&c.DeployDelay, "deploy-delay", 200*time.Millisecond, "simulator: how long a deploy, rebuild or undeploy takes (actions: 3s)")
 	fs.DurationVar(&c.PowerDelay, "power-delay", 0, "simulator: how long a power change takes (actions: 2s)")
@@ -108,8 +115,8 @@ func parseFlags(args []string) (Config, error) {
 		return c, err
 	}
 	switch c.Workload {
-	case WorkloadMixed:
-	case WorkloadMassBoot:
+	case history.WorkloadMixed:
+	case history.WorkloadMassBoot:
 		// Defaults of their own: contention (more boots than nodes), room
 		// for 200 requests at once on the agents, and the waves decide
 		// when the run ends (-duration is then only a cap).
@@ -125,7 +132,7 @@ func parseFlags(args []string) (Config, error) {
 		if c.Waves < 1 || c.WaveSize < 1 {
 			return c, fmt.Errorf("-workload massboot needs -waves and -wave-size of at least 1")
 		}
-	case WorkloadActions:
+	case history.WorkloadActions:
 		// Servers that live long enough to be acted on, actions that take
 		// long enough to be caught by a fault, and the partitions that cut
 		// an owner off from the other peers (Ironic stays reachable).
@@ -146,12 +153,12 @@ func parseFlags(args []string) (Config, error) {
 			return c, fmt.Errorf("-workload actions needs -action-clients of at least 1")
 		}
 	default:
-		return c, fmt.Errorf("-workload %q is unknown: use %s, %s or %s", c.Workload, WorkloadMixed, WorkloadMassBoot, WorkloadActions)
+		return c, fmt.Errorf("-workload %q is unknown: use %s, %s or %s", c.Workload, history.WorkloadMixed, history.WorkloadMassBoot, history.WorkloadActions)
 	}
-	if _, err := ParseFamilies(c.Nemesis); err != nil {
+	if _, err := nemesis.ParseFamilies(c.Nemesis); err != nil {
 		return c, err
 	}
-	if _, err := ParseVariants(c.Partitions); err != nil {
+	if _, err := nemesis.ParseVariants(c.Partitions); err != nil {
 		return c, err
 	}
 	if c.Flag(fs, "ironic-url") || (c.RealIronic && c.IronicURL != "") {
@@ -159,7 +166,7 @@ func parseFlags(args []string) (Config, error) {
 	} else if !c.RealIronic {
 		c.IronicURL = ""
 	}
-	if c.RealIronic && c.Workload == WorkloadActions {
+	if c.RealIronic && c.Workload == history.WorkloadActions {
 		return c, fmt.Errorf("-workload actions checks the Ironic simulator's side-effect log: it does not run with -real-ironic")
 	}
 	if c.RealIronic && c.IronicURL == "" {
@@ -212,65 +219,4 @@ func realMain(args []string) int {
 	logger := log.New(io.MultiWriter(os.Stderr, lf), "", log.Ltime|log.Lmicroseconds)
 	r := &runner{cfg: cfg, dir: dir, logf: logger.Printf}
 	return r.main()
-}
-
-// recheck re-runs the checkers on a results folder.
-func recheck(cfg Config) int {
-	ops, err := ReadHistory(filepath.Join(cfg.Recheck, "history.jsonl"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "jepsen:", err)
-		return 2
-	}
-	var fs FinalState
-	var windows []Window
-	var old Verdict
-	for name, v := range map[string]any{"final.json": &fs, "windows.json": &windows, "verdict.json": &old} {
-		if err := readJSON(filepath.Join(cfg.Recheck, name), v); err != nil {
-			fmt.Fprintln(os.Stderr, "jepsen:", err)
-			return 2
-		}
-	}
-	var waves []Wave
-	if old.Run.Workload == WorkloadMassBoot {
-		if err := readJSON(filepath.Join(cfg.Recheck, "waves.json"), &waves); err != nil {
-			fmt.Fprintln(os.Stderr, "jepsen:", err)
-			return 2
-		}
-	}
-	var effects EffectLog
-	if old.Run.Workload == WorkloadActions {
-		if effects, err = readEffects(filepath.Join(cfg.Recheck, "side_effects.json")); err != nil {
-			fmt.Fprintln(os.Stderr, "jepsen:", err)
-			return 2
-		}
-	}
-	var injected []string
-	ops, injected = applyInjections(cfg, ops)
-	run := old.Run
-	run.Injected = append(run.Injected, injected...)
-	rec := time.Duration(old.Availability.FinalRecoveryS * float64(time.Second))
-	out := filepath.Join(cfg.Recheck, "recheck") // the run's own files stay as they were
-	_ = os.RemoveAll(out)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "jepsen:", err)
-		return 2
-	}
-	v := checkAll(ops, fs, windows, waves, effects, rec, old.Availability.FinalError, old.Faults.FinalHealError, old.DataRaces, out, run, cfg.CheckTimeout)
-	if err := writeResults(out, v, ops, windows, waves, len(injected) > 0); err != nil {
-		fmt.Fprintln(os.Stderr, "jepsen:", err)
-		return 2
-	}
-	printSummary(os.Stdout, out, v)
-	return exitCode(v)
-}
-
-func applyInjections(cfg Config, ops []Op) ([]Op, []string) {
-	resurrected := false
-	if cfg.InjectLostAck {
-		ops = InjectLostAck(ops)
-	}
-	if cfg.InjectResurrec {
-		ops, resurrected = InjectResurrection(ops)
-	}
-	return ops, describeInjection(cfg.InjectLostAck, cfg.InjectResurrec, resurrected)
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
 	"net/http"
 	"os"
@@ -17,6 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/jepsen/check"
+	"github.com/corral-dev/corral/jepsen/client"
+	"github.com/corral-dev/corral/jepsen/cluster"
+	"github.com/corral-dev/corral/jepsen/history"
+	"github.com/corral-dev/corral/jepsen/internal/pace"
+	"github.com/corral-dev/corral/jepsen/nemesis"
+	"github.com/corral-dev/corral/jepsen/report"
+	"github.com/corral-dev/corral/jepsen/workload"
 	"github.com/corral-dev/corral/testkit/netem"
 	"github.com/corral-dev/corral/testkit/proc"
 )
@@ -30,14 +35,16 @@ type runner struct {
 	tmp      string
 	bin      string
 	sim      *proc.Proc
-	ir       *Ironic
+	ir       *client.Ironic
 	rc       string
 	enrolled []string
-	cl       *Cluster
+	cl       *cluster.Cluster
 	fw       *netem.Firewall
 	once     sync.Once
 }
 
+// main carries the run out and returns the exit status; an interrupt
+// heals and stops everything (a second one at once).
 func (r *runner) main() (code int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -71,21 +78,8 @@ func (r *runner) main() (code int) {
 		}
 		return 2
 	}
-	printSummary(os.Stdout, r.dir, v)
-	return exitCode(v)
-}
-
-// exitCode: 2 when a fault did not happen as scheduled (the run tested
-// something else than it says), 1 when a checker found a violation, 0
-// when the run is valid.
-func exitCode(v Verdict) int {
-	switch {
-	case !v.Faults.Valid:
-		return 2
-	case !v.Valid:
-		return 1
-	}
-	return 0
+	report.Summary(os.Stdout, r.dir, v)
+	return v.ExitCode()
 }
 
 // cleanup heals every fault and stops everything the run started.
@@ -135,11 +129,13 @@ func (r *runner) build(ctx context.Context) error {
 	return nil
 }
 
+// startIronic starts the simulator, or enrolls the run's nodes in a real
+// Ironic.
 func (r *runner) startIronic(ctx context.Context, runID string) error {
-	r.ir = &Ironic{HTTP: &http.Client{Timeout: 30 * time.Second}}
+	r.ir = &client.Ironic{HTTP: &http.Client{Timeout: 30 * time.Second}}
 	if !r.cfg.RealIronic {
 		r.rc = "baremetal-jepsen"
-		p, u, err := StartSim(ctx, r.bin, r.cfg.Nodes, r.rc, filepath.Join(r.dir, "logs", "ironic-sim.log"), r.cfg.DeployDelay, r.cfg.PowerDelay)
+		p, u, err := cluster.StartSim(ctx, r.bin, r.cfg.Nodes, r.rc, filepath.Join(r.dir, "logs", "ironic-sim.log"), r.cfg.DeployDelay, r.cfg.PowerDelay)
 		if err != nil {
 			return err
 		}
@@ -163,82 +159,71 @@ func (r *runner) startIronic(ctx context.Context, runID string) error {
 	return nil
 }
 
-func (r *runner) run(ctx context.Context) (Verdict, error) {
-	families, _ := ParseFamilies(r.cfg.Nemesis)
-	variants, _ := ParseVariants(r.cfg.Partitions)
+// run sets the cluster up, runs the workload under the nemesis, heals,
+// reads the final state and checks it all.
+func (r *runner) run(ctx context.Context) (check.Verdict, error) {
+	families, _ := nemesis.ParseFamilies(r.cfg.Nemesis)
+	variants, _ := nemesis.ParseVariants(r.cfg.Partitions)
 	rng := rand.New(rand.NewSource(r.cfg.Seed))
 	runID := fmt.Sprintf("%06x", rng.Intn(1<<24))
 	r.logf("run %s: results in %s, seed %d, nemesis %v", runID, r.dir, r.cfg.Seed, families)
 	var err error
 	if r.tmp, err = os.MkdirTemp("", "corral-jepsen-"); err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
 	if err := os.Chmod(r.tmp, 0o755); err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
 	if err := r.build(ctx); err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
 	if err := r.startIronic(ctx, runID); err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
 	asUsers := os.Geteuid() == 0
-	if NeedsFirewall(families) && !asUsers {
-		return Verdict{}, fmt.Errorf("partitions need root (iptables, and agents running as their own uids)")
+	if nemesis.NeedsFirewall(families) && !asUsers {
+		return check.Verdict{}, fmt.Errorf("partitions need root (iptables, and agents running as their own uids)")
 	}
-	token := "jepsen-" + newUUID()
-	r.cl, err = NewCluster(r.bin, r.tmp, filepath.Join(r.dir, "logs"), token, r.ir.URL, r.cfg.BaseIP, r.cfg.Peers, asUsers)
+	token := "jepsen-" + client.NewUUID()
+	r.cl, err = cluster.New(r.bin, r.tmp, filepath.Join(r.dir, "logs"), token, r.ir.URL, r.cfg.BaseIP, r.cfg.Peers, asUsers)
 	if err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
-	sec, err := r.secure(ctx, families)
+	sec, err := r.cl.Secure(ctx, cluster.SecureOptions{TLS: r.cfg.TLS, GossipKey: nemesis.NeedsGossipKey(families),
+		Keystone: r.cfg.Keystone, OpenStackEnv: r.cfg.OpenStackEnv, Logf: r.logf})
 	if err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
-	if NeedsFirewall(families) {
+	if nemesis.NeedsFirewall(families) {
 		if r.fw, err = netem.New("JEPSEN"); err != nil {
-			return Verdict{}, err
+			return check.Verdict{}, err
 		}
 	}
 	if err := r.cl.Start(); err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
-	api := NewCorral(token, sec.tls)
-	probe := &Probe{Cl: r.cl, API: api, IR: r.ir, RC: r.rc}
+	api := client.NewCorral(token, sec.TLS)
+	probe := &cluster.Probe{Cl: r.cl, API: api, IR: r.ir, RC: r.rc}
 	start := time.Now()
 	if err := probe.WaitReady(ctx, r.cfg.Nodes, 90*time.Second); err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
 	r.logf("cluster of %d ready in %s (leader %s)", r.cfg.Peers, time.Since(start).Round(time.Millisecond), r.cl.Leader(ctx, api))
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
-	err = api.CreateFlavor(fctx, probe.anyURL(fctx), "jepsen", normalizeRC(r.rc))
+	err = api.CreateFlavor(fctx, probe.AnyURL(fctx), "jepsen", client.ResourceClass(r.rc))
 	fcancel()
 	if err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
 
-	rec, err := NewRecorder(filepath.Join(r.dir, "history.jsonl"))
+	rec, err := history.NewRecorder(filepath.Join(r.dir, history.HistoryFile))
 	if err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
-	wl := &Workload{Cl: r.cl, API: sec.clientAPI(api), Rec: rec, Clients: r.cfg.Clients, Timeout: r.cfg.OpTimeout,
-		MaxLive: r.cfg.MaxLive, Flavor: "jepsen", Image: r.cfg.Image, Seed: r.cfg.Seed}
-	runWorkload := wl.Run
-	var mb *MassBoot
-	if r.cfg.Workload == WorkloadMassBoot {
-		mb = &MassBoot{Cl: r.cl, API: sec.clientAPI(api), IR: r.ir, RC: r.rc, Rec: rec, Waves: r.cfg.Waves,
-			Size: r.cfg.WaveSize, Nodes: r.cfg.Nodes, Timeout: r.cfg.OpTimeout, Settle: r.cfg.WaveSettle, Hold: r.cfg.WaveHold,
-			Flavor: "jepsen", Image: r.cfg.Image, Logf: r.logf}
-		runWorkload = mb.Run
-	}
-	nem := &Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
+	nem := &nemesis.Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
 		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf}
-	if mb != nil && len(families) > 0 {
-		mb.Faulty, mb.MaxWait = nem.Faulty, r.cfg.Fault+r.cfg.Heal+2*time.Second
-	}
-	if r.cfg.Workload == WorkloadActions {
-		runWorkload = r.actions(wl, api, nem)
-	}
+	runWorkload, mb := r.workload(&workload.Ops{Cl: r.cl, API: sec.ClientAPI(api), Rec: rec, Timeout: r.cfg.OpTimeout,
+		Flavor: "jepsen", Image: r.cfg.Image}, api, nem)
 	wctx, wcancel := context.WithTimeout(ctx, r.cfg.Duration)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -249,7 +234,7 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	switch {
 	case mb != nil:
 		r.logf("workload: massboot, %d waves of %d boots for %d nodes (at most %s)", r.cfg.Waves, r.cfg.WaveSize, r.cfg.Nodes, r.cfg.Duration)
-	case r.cfg.Workload == WorkloadActions:
+	case r.cfg.Workload == history.WorkloadActions:
 		r.logf("workload: actions, %d clients booting and deleting, %d acting, for %s", r.cfg.Clients, r.cfg.ActionClients, r.cfg.Duration)
 	default:
 		r.logf("workload: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
@@ -261,10 +246,10 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 		healErr = err.Error()
 	}
 	if err := rec.Close(); err != nil {
-		return Verdict{}, err
+		return check.Verdict{}, err
 	}
 	if ctx.Err() != nil {
-		return Verdict{}, ctx.Err()
+		return check.Verdict{}, ctx.Err()
 	}
 	ops := rec.Ops()
 	r.logf("workload done: %d history events; healed, waiting for recovery", len(ops))
@@ -277,26 +262,26 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 	r.logf("recovery after the last heal: %s %s", recovery.Round(time.Millisecond), finalErr)
 	quiet, why := probe.Quiesce(ctx, r.cfg.QuiesceTimeout)
 	r.logf("quiesced: %v %s", quiet, why)
-	sleepCtx(ctx, 2*time.Second) // a stray Ironic side effect would land now
+	pace.Sleep(ctx, 2*time.Second) // a stray Ironic side effect would land now
 	fs := probe.Collect(ctx)
 	fs.Quiesced = quiet
-	var effects EffectLog
-	if r.cfg.Workload == WorkloadActions {
+	var effects client.EffectLog
+	if r.cfg.Workload == history.WorkloadActions {
 		if effects, err = r.sideEffects(ctx, rec); err != nil {
-			return Verdict{}, err
+			return check.Verdict{}, err
 		}
 	}
 	if ctx.Err() != nil {
-		return Verdict{}, ctx.Err()
+		return check.Verdict{}, ctx.Err()
 	}
 	windows := nem.Windows()
-	run := RunInfo{Started: time.Now().Add(-rec.Since()).Format(time.RFC3339), Duration: r.cfg.Duration.String(), Workload: r.cfg.Workload,
+	run := check.RunInfo{Started: time.Now().Add(-rec.Since()).Format(time.RFC3339), Duration: r.cfg.Duration.String(), Workload: r.cfg.Workload,
 		Nemesis: families, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Peers: r.cfg.Peers,
 		Ironic: "simulator", Nodes: r.cfg.Nodes, Corral: r.corralVersion(), Race: r.cfg.Race && r.cfg.CorralBin == ""}
 	if r.cfg.RealIronic {
 		run.Ironic = "real at " + r.ir.URL + " (class " + r.rc + ")"
 	}
-	var waves []Wave
+	var waves []history.Wave
 	if mb != nil {
 		waves = mb.WaveLog()
 		run.Clients = r.cfg.WaveSize
@@ -305,17 +290,18 @@ func (r *runner) run(ctx context.Context) (Verdict, error) {
 			run.Duration += " in " + time.Duration(waves[len(waves)-1].End).Round(time.Second).String()
 		}
 	}
-	run.Security, run.Auth = sec.describe()
+	run.Security, run.Auth = sec.Describe()
 	ops, run.Injected = applyInjections(r.cfg, ops)
-	if err := writeJSON(filepath.Join(r.dir, "final.json"), fs); err != nil {
-		return Verdict{}, err
+	if err := history.WriteJSON(filepath.Join(r.dir, history.FinalFile), fs); err != nil {
+		return check.Verdict{}, err
 	}
 	races, err := r.cl.DataRaces()
 	if err != nil {
-		return Verdict{}, fmt.Errorf("read the agents' logs: %w", err)
+		return check.Verdict{}, fmt.Errorf("read the agents' logs: %w", err)
 	}
-	v := checkAll(ops, fs, windows, waves, effects, recovery, finalErr, healErr, races, r.dir, run, r.cfg.CheckTimeout)
-	return v, writeResults(r.dir, v, ops, windows, waves, len(run.Injected) > 0)
+	v := check.All(check.Input{Ops: ops, Final: fs, Windows: windows, Waves: waves, Effects: effects, Recovery: recovery,
+		RecoveryError: finalErr, HealError: healErr, Races: races, Run: run, VizDir: r.dir, Timeout: r.cfg.CheckTimeout})
+	return v, report.Write(r.dir, v, ops, windows, waves, len(run.Injected) > 0)
 }
 
 // corralVersion names the source the binary was built from.
@@ -329,218 +315,42 @@ func (r *runner) corralVersion() string {
 	return strings.TrimSpace(string(out))
 }
 
-// normalizeRC is Placement's spelling of an Ironic resource class.
-func normalizeRC(raw string) string {
-	var b strings.Builder
-	for _, c := range strings.ToUpper(raw) {
-		if c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('_')
+// workload is the run's workload on ops, by -workload: the mass boot
+// (returned too, for its waves) waits for the nemesis's faults, the actions
+// workload aims the nemesis at the owners of the servers it acts on
+// (reading their owner with admin's token).
+func (r *runner) workload(ops *workload.Ops, admin *client.Corral, nem *nemesis.Nemesis) (func(context.Context), *workload.MassBoot) {
+	switch r.cfg.Workload {
+	case history.WorkloadMassBoot:
+		mb := &workload.MassBoot{Ops: ops, IR: r.ir, RC: r.rc, Waves: r.cfg.Waves, Size: r.cfg.WaveSize, Nodes: r.cfg.Nodes,
+			Settle: r.cfg.WaveSettle, Hold: r.cfg.WaveHold, Logf: r.logf}
+		if len(nem.Families) > 0 {
+			mb.Faulty, mb.MaxWait = nem.Faulty, r.cfg.Fault+r.cfg.Heal+2*time.Second
 		}
+		return mb.Run, mb
+	case history.WorkloadActions:
+		a := &workload.Actions{Ops: ops, Clients: r.cfg.Clients, MaxLive: r.cfg.MaxLive, Seed: r.cfg.Seed,
+			Actors: r.cfg.ActionClients, Admin: admin, Settle: workload.ActionSettle,
+			StrikeMin: workload.StrikeMin, StrikeMax: workload.StrikeMax}
+		nem.Aim, nem.AimWait = a.Aim, workload.AimWait
+		return a.Run, nil
 	}
-	s := b.String()
-	if !strings.HasPrefix(s, "CUSTOM_") {
-		s = "CUSTOM_" + s
-	}
-	return s
+	w := &workload.Mixed{Ops: ops, Clients: r.cfg.Clients, MaxLive: r.cfg.MaxLive, Seed: r.cfg.Seed}
+	return w.Run, nil
 }
 
-// checkAll runs every checker. healErr is the error of the heal after
-// the workload; races are the agents' data race reports by agent.
-func checkAll(ops []Op, fs FinalState, windows []Window, waves []Wave, effects EffectLog, recovery time.Duration, finalErr, healErr string,
-	races map[string][]string, dir string, run RunInfo, timeout time.Duration) Verdict {
-	ix := indexHistory(ops)
-	v := Verdict{Run: run, Windows: windows, OpCounts: countOps(ix.Pairs), DataRaces: races}
-	v.Linearizable = CheckLinearizable(ix, false, timeout, dir)
-	v.DefaultReads = CheckLinearizable(ix, true, timeout, "")
-	v.Final = CheckFinal(ix, fs)
-	v.Availability = CheckAvailability(ix, windows, recovery, finalErr)
-	v.Faults = CheckFaults(ix, windows, healErr)
-	v.Valid = v.Faults.Valid && v.Linearizable.Valid && v.Final.Valid && v.Availability.Valid && len(races) == 0
-	if run.Workload == WorkloadMassBoot {
-		m := CheckMassBoot(waves, run.Nodes, fs)
-		v.MassBoot = &m
-		v.Valid = v.Valid && m.Valid
-	}
-	if run.Workload == WorkloadActions {
-		a := CheckActions(ix, effects, fs, windows)
-		v.Actions = &a
-		v.Valid = v.Valid && a.Valid
-	}
-	return v
-}
-
-func writeResults(dir string, v Verdict, ops []Op, windows []Window, waves []Wave, injected bool) error {
-	if injected {
-		if err := WriteHistory(filepath.Join(dir, "history.jsonl"), ops); err != nil {
-			return err
-		}
-	}
-	if err := writeJSON(filepath.Join(dir, "windows.json"), windows); err != nil {
-		return err
-	}
-	if v.Run.Workload == WorkloadMassBoot {
-		if err := writeJSON(filepath.Join(dir, "waves.json"), waves); err != nil {
-			return err
-		}
-	}
-	if err := writeJSON(filepath.Join(dir, "verdict.json"), v); err != nil {
-		return err
-	}
-	if err := WriteReport(dir, v); err != nil {
-		return err
-	}
-	return PlotLatency(filepath.Join(dir, "latency.png"), Pairs(ops), windows)
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
-}
-
-func printSummary(w io.Writer, dir string, v Verdict) {
-	fmt.Fprintf(w, "\nlinearizability: %v (%d servers, %d ops, %d illegal %s)\n", v.Linearizable.Valid,
-		v.Linearizable.Keys, v.Linearizable.Ops, len(v.Linearizable.Illegal), causes(v.Linearizable.Causes))
-	fmt.Fprintf(w, "default reads (informational): %v (%d illegal)\n", v.DefaultReads.Valid, len(v.DefaultReads.Illegal))
-	if v.Run.Security != "" || v.Run.Auth != "" {
-		fmt.Fprintf(w, "transport: %s; auth: %s\n", v.Run.Security, v.Run.Auth)
-	}
-	fmt.Fprintf(w, "final state: %v %v\n", v.Final.Valid, v.Final.Counts)
-	if m := v.MassBoot; m != nil {
-		fmt.Fprintf(w, "massboot: %v (%s) %v\n", m.Valid, massSummary(m), m.Counts)
-	}
-	if a := v.Actions; a != nil {
-		fmt.Fprintf(w, "actions: %v (%s) %v\n", a.Valid, actionSummary(a), a.Counts)
-	}
-	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
-		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)
-	fmt.Fprintf(w, "faults: %v (%d windows, %d not injected or not healed, %d felt by no operation)\n", v.Faults.Valid,
-		len(v.Windows), len(v.Faults.Failed), len(v.Faults.Unfelt))
-	for _, f := range v.Faults.Failed {
-		fmt.Fprintf(w, "  fault %d %s %s: %s\n", f.Window, f.Name, f.Detail, f.Problem)
-	}
-	if v.Faults.FinalHealError != "" {
-		fmt.Fprintf(w, "  final heal: %s\n", v.Faults.FinalHealError)
-	}
-	if len(v.DataRaces) > 0 {
-		fmt.Fprintf(w, "data races: %s\n", raceSummary(v.DataRaces))
-	}
-	word := "VALID"
-	switch {
-	case !v.Faults.Valid:
-		word = "NOT A VALID RUN (a fault did not happen as scheduled)"
-	case !v.Valid:
-		word = "INVALID"
-	}
-	fmt.Fprintf(w, "verdict: %s — %s\n", word, filepath.Join(dir, "report.md"))
-}
-
-// security is what a run's agents and clients use beyond plain HTTP and
-// static tokens.
-type security struct {
-	tls          *tls.Config // nil: plain HTTP
-	gossipKey    bool
-	ks           *Keystone
-	ksToken      string // the workload user's token
-	keystoneSkip string // why -keystone was not honoured
-}
-
-// secure sets up -tls (a CA and certificates from `corral tls`), gossip
-// encryption (with -tls, or for the keyrotate nemesis, a key from `corral
-// keygen`) and -keystone, and writes the agents' configuration files.
-func (r *runner) secure(ctx context.Context, families []string) (security, error) {
-	var sec security
-	var pki *PKI
-	var key string
-	var err error
-	if r.cfg.TLS {
-		if pki, err = MakePKI(ctx, r.bin, filepath.Join(r.tmp, "pki"), r.cl.Agents); err != nil {
-			return sec, fmt.Errorf("make the run's CA and certificates: %w", err)
-		}
-		if sec.tls, err = pki.ClientTLS(); err != nil {
-			return sec, err
-		}
-	}
-	if r.cfg.TLS || NeedsGossipKey(families) {
-		out, err := corralCmd(ctx, r.bin, r.tmp, nil, "keygen")
-		if err != nil {
-			return sec, err
-		}
-		key, sec.gossipKey = strings.TrimSpace(out), true
-	}
-	if r.cfg.Keystone {
-		ks, skip, err := keystoneFromConfig(r.cfg)
-		if err != nil {
-			return sec, err
-		}
-		sec.keystoneSkip = skip
-		if skip != "" {
-			r.logf("-keystone skipped: %s", skip)
-		} else {
-			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			sec.ksToken, err = ks.Token(tctx, &http.Client{})
-			cancel()
-			if err != nil {
-				return sec, fmt.Errorf("-keystone: %w (is the control plane of %s up?)", err, r.cfg.OpenStackEnv)
-			}
-			sec.ks = ks
-			r.logf("Keystone at %s: agents validate tokens as %s; the workload runs as %s in %s", ks.AuthURL, ks.ServiceUser, ks.User, ks.Project)
-		}
-	}
-	if pki == nil && key == "" && sec.ks == nil {
-		return sec, nil
-	}
-	return sec, r.cl.Configure(pki, key, sec.ks)
-}
-
-// keystoneFromConfig reads -openstack-env. A missing env file is not an
-// error: the run goes on with static tokens and says why ("skip").
-func keystoneFromConfig(cfg Config) (*Keystone, string, error) {
-	if cfg.OpenStackEnv == "" {
-		return nil, "OPENSTACK_ENV is not set: start a control plane with scripts/openstack-up.sh and set OPENSTACK_ENV (or -openstack-env) to the env file it prints", nil
-	}
-	if _, err := os.Stat(cfg.OpenStackEnv); err != nil {
-		return nil, fmt.Sprintf("no OpenStack env file %s (%v): start the control plane with scripts/openstack-up.sh", cfg.OpenStackEnv, err), nil
-	}
-	env, err := ReadEnvFile(cfg.OpenStackEnv)
-	if err != nil {
-		return nil, "", err
-	}
-	ks, err := KeystoneFromEnv(env)
-	return ks, "", err
-}
-
-// clientAPI is the workload's client: the admin's, or one with the
-// Keystone user's token.
-func (s security) clientAPI(admin *Corral) *Corral {
-	if s.ks == nil {
-		return admin
-	}
-	return NewCorral(s.ksToken, s.tls)
-}
-
-// describe names the transport and the clients' credentials for the
-// report.
-func (s security) describe() (string, string) {
-	transport := "HTTP"
-	if s.tls != nil {
-		transport = "TLS (API with client certificates, raft, forwarding)"
-	}
-	if s.gossipKey {
-		transport += ", encrypted gossip"
+// sideEffects reads the simulator's side-effect log into side_effects.json.
+func (r *runner) sideEffects(ctx context.Context, rec *history.Recorder) (client.EffectLog, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l := r.ir.SideEffects(cctx, rec.Start())
+	if l.Error != "" {
+		r.logf("%s", l.Error)
 	} else {
-		transport += ", gossip in clear"
+		r.logf("the simulator logged %d side effects", len(l.SideEffects))
 	}
-	auth := "a static admin token"
-	switch {
-	case s.ks != nil:
-		auth = fmt.Sprintf("Keystone tokens of %s (member of %s); the suite's own reads use a static admin token", s.ks.User, s.ks.Project)
-	case s.keystoneSkip != "":
-		auth += " (-keystone skipped: " + s.keystoneSkip + ")"
+	if err := history.WriteJSON(filepath.Join(r.dir, history.EffectsFile), l); err != nil {
+		return l, fmt.Errorf("write side_effects.json: %w", err)
 	}
-	return transport, auth
+	return l, nil
 }

@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/corral-dev/corral/jepsen/client"
+	"github.com/corral-dev/corral/jepsen/history"
+)
+
+// Collect reads the final state from every peer and from Ironic.
+func (pr *Probe) Collect(ctx context.Context) history.FinalState {
+	fs := history.FinalState{Views: map[string][]history.ServerState{}, Owners: map[string]client.OwnerView{}, Running: pr.Cl.Running()}
+	fail := func(what string, err error) {
+		fs.Errors = append(fs.Errors, fmt.Sprintf("%s: %v", what, err))
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	base := pr.AnyURL(cctx)
+	var err error
+	if fs.Servers, err = pr.servers(cctx, base, true); err != nil {
+		fail("servers", err)
+	}
+	for _, a := range pr.Cl.Agents {
+		v, err := pr.servers(cctx, a.URL(), false)
+		if err != nil {
+			fail("servers as seen by "+a.Name, err)
+			continue
+		}
+		fs.Views[a.Name] = v
+	}
+	for _, s := range fs.Servers {
+		if s.Status == "DELETED" {
+			continue
+		}
+		var body client.OwnerBody
+		if err := pr.API.GetJSON(cctx, base, "/v1/servers/"+url.PathEscape(s.ID)+"/owner?consistency=linearizable", &body); err != nil {
+			fail("owner of "+s.ID, err)
+			continue
+		}
+		fs.Owners[s.ID] = body.Owner
+	}
+	if fs.Hosts, err = pr.hosts(cctx, base); err != nil {
+		fail("hosts", err)
+	}
+	var res client.ReservationsBody
+	if err := pr.API.GetJSON(cctx, base, "/v1/reservations?consistency=linearizable", &res); err != nil {
+		fail("reservations", err)
+	}
+	fs.Reservations = res.Reservations
+	if fs.IronicNodes, err = pr.IR.Nodes(cctx, pr.RC); err != nil {
+		fail("Ironic nodes", err)
+	}
+	if fs.Allocations, err = pr.IR.Allocations(cctx, pr.RC); err != nil {
+		fail("Ironic allocations", err)
+	}
+	return fs
+}

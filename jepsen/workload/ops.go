@@ -1,0 +1,156 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/corral-dev/corral/jepsen/client"
+	"github.com/corral-dev/corral/jepsen/cluster"
+	"github.com/corral-dev/corral/jepsen/history"
+)
+
+// Ops sends operations to the peers and records each in the history: the
+// invocation before the request, the completion after the answer. It keeps
+// the pool of servers the clients booted and saw, from which every
+// workload draws its targets; each workload of this package runs on one.
+type Ops struct {
+	Cl      *cluster.Cluster
+	API     *client.Corral // the clients' credentials
+	Rec     *history.Recorder
+	Timeout time.Duration // per request; a write that times out is info
+	Flavor  string
+	Image   string
+
+	pool pool
+}
+
+func (w *Ops) request(method, base, path string, body any) client.Outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), w.Timeout)
+	defer cancel()
+	return w.API.Do(ctx, method, base, path, body)
+}
+
+// complete records the completion of a write from its outcome.
+func (w *Ops) complete(inv history.Op, o client.Outcome, okCode int, v history.OpValue) history.Op {
+	c := history.Op{Process: inv.Process, F: inv.F, Node: inv.Node, Value: v, Code: o.Code}
+	switch {
+	case o.Code == okCode:
+		c.Type = history.OK
+	case o.Definite():
+		c.Type, c.Error = history.Fail, o.String()
+	default:
+		c.Type, c.Error = history.Info, o.String()
+	}
+	return w.Rec.Add(c)
+}
+
+func (w *Ops) boot(process int, peer *cluster.Agent, name string) string {
+	return w.bootOp(process, peer, name).Type
+}
+
+// bootOp sends one boot and returns its recorded completion.
+func (w *Ops) bootOp(process int, peer *cluster.Agent, name string) history.Op {
+	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FBoot, Node: peer.Name, Value: history.OpValue{Name: name}})
+	o := w.request(http.MethodPost, peer.URL(), "/compute/v2.1/servers", client.CreateServerRequest{Server: client.NewServer{
+		Name: name, FlavorRef: w.Flavor, ImageRef: w.Image}})
+	v := history.OpValue{Name: name}
+	if o.Code == http.StatusAccepted {
+		var body client.CreateServerResponse
+		if err := json.Unmarshal(o.Body, &body); err != nil || body.Server.ID == "" {
+			// Accepted, but we cannot tell which server: still an ack.
+			return w.Rec.Add(history.Op{Process: process, Type: history.OK, F: history.FBoot, Node: peer.Name, Value: v, Code: o.Code,
+				Error: fmt.Sprintf("202 without a server id: %.200s", o.Body)})
+		}
+		v.ID = body.Server.ID
+		w.pool.add(v.ID, name)
+	}
+	return w.complete(inv, o, http.StatusAccepted, v)
+}
+
+func (w *Ops) delete(process int, peer *cluster.Agent, id, name string) string {
+	return w.deleteOp(process, peer, id, name).Type
+}
+
+// deleteOp sends one delete and returns its recorded completion.
+func (w *Ops) deleteOp(process int, peer *cluster.Agent, id, name string) history.Op {
+	v := history.OpValue{ID: id, Name: name}
+	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FDelete, Node: peer.Name, Value: v})
+	o := w.request(http.MethodDelete, peer.URL(), "/compute/v2.1/servers/"+url.PathEscape(id), nil)
+	if o.Code == http.StatusNotFound {
+		v.NotFound = true
+	}
+	c := w.complete(inv, o, http.StatusNoContent, v)
+	if c.Type != history.Fail || v.NotFound {
+		w.pool.drop(id)
+	}
+	return c
+}
+
+func (w *Ops) read(process int, peer *cluster.Agent, id, name, consistency string) string {
+	return w.readOp(process, peer, id, name, consistency).Type
+}
+
+// readOp shows one server and returns the recorded completion.
+func (w *Ops) readOp(process int, peer *cluster.Agent, id, name, consistency string) history.Op {
+	v := history.OpValue{ID: id, Name: name}
+	w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FRead, Node: peer.Name, Consistency: consistency, Value: v})
+	o := w.request(http.MethodGet, peer.URL(), "/compute/v2.1/servers/"+url.PathEscape(id)+"?consistency="+consistency, nil)
+	c := history.Op{Process: process, F: history.FRead, Node: peer.Name, Consistency: consistency, Code: o.Code}
+	switch o.Code {
+	case http.StatusOK:
+		var body client.ServerBody
+		if err := json.Unmarshal(o.Body, &body); err != nil {
+			c.Type, c.Error = history.Fail, "unreadable body: "+err.Error()
+			break
+		}
+		st := history.StateOf(body.Server)
+		v.Server = &st
+		c.Type = history.OK
+	case http.StatusNotFound:
+		v.NotFound = true
+		c.Type = history.OK
+		w.pool.drop(id)
+	default:
+		c.Type, c.Error = readFailure(o)
+	}
+	c.Value = v
+	return w.Rec.Add(c)
+}
+
+func (w *Ops) list(process int, peer *cluster.Agent, consistency string) string {
+	return w.listOp(process, peer, consistency).Type
+}
+
+// listOp lists the live servers and returns the recorded completion.
+func (w *Ops) listOp(process int, peer *cluster.Agent, consistency string) history.Op {
+	w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FList, Node: peer.Name, Consistency: consistency})
+	o := w.request(http.MethodGet, peer.URL(), "/compute/v2.1/servers/detail?consistency="+consistency, nil)
+	c := history.Op{Process: process, F: history.FList, Node: peer.Name, Consistency: consistency, Code: o.Code}
+	var body client.ServersBody
+	switch {
+	case o.Code == http.StatusOK && json.Unmarshal(o.Body, &body) == nil:
+		c.Type = history.OK
+		c.Value.Servers = []history.ServerState{}
+		for _, s := range body.Servers {
+			st := history.StateOf(s)
+			c.Value.Servers = append(c.Value.Servers, st)
+			w.pool.add(st.ID, st.Name)
+		}
+	default:
+		c.Type, c.Error = readFailure(o)
+	}
+	return w.Rec.Add(c)
+}
+
+// readFailure classifies a read that did not succeed: a read has no
+// effect, so this only matters for availability.
+func readFailure(o client.Outcome) (string, string) {
+	if o.Code == 0 && !o.NotSent {
+		return history.Info, o.String()
+	}
+	return history.Fail, o.String()
+}
