@@ -36,6 +36,7 @@ type timeline struct {
 
 type sighting struct {
 	at     int64 // invocation of the read
+	answer int64 // its answer: the read took effect somewhere between the two
 	status string
 	gone   bool
 	busy   bool // an action or a delete in progress
@@ -60,16 +61,16 @@ func newTimeline(ix *history.Index) *timeline {
 			}
 			id := p.Invoke.Value.ID
 			if s := c.Value.Server; s != nil {
-				tl.seen[id] = append(tl.seen[id], sighting{at: p.Invoke.Time, status: s.Status, busy: s.Task != "" || s.Acting()})
+				tl.seen[id] = append(tl.seen[id], sighting{at: p.Invoke.Time, answer: c.Time, status: s.Status, busy: s.Task != "" || s.Acting()})
 			} else if c.Value.NotFound {
-				tl.seen[id] = append(tl.seen[id], sighting{at: p.Invoke.Time, gone: true})
+				tl.seen[id] = append(tl.seen[id], sighting{at: p.Invoke.Time, answer: c.Time, gone: true})
 			}
 		case history.FList:
 			if c == nil || c.Type != history.OK || p.Invoke.Consistency != history.Linearizable {
 				continue
 			}
 			for _, s := range c.Value.Servers {
-				tl.seen[s.ID] = append(tl.seen[s.ID], sighting{at: p.Invoke.Time, status: s.Status, busy: s.Task != "" || s.Acting()})
+				tl.seen[s.ID] = append(tl.seen[s.ID], sighting{at: p.Invoke.Time, answer: c.Time, status: s.Status, busy: s.Task != "" || s.Acting()})
 			}
 		}
 	}
@@ -82,7 +83,9 @@ func newTimeline(ix *history.Index) *timeline {
 // endOf is the status the server ended action a with: the first
 // linearizable sighting sent after a's 202 with no task state; else the
 // final state. "" (and why) when the server was deleted, another action
-// was sent before that sighting, or no end was seen.
+// was sent before that sighting was answered (a read takes effect at some
+// point between its invocation and its answer, so an action sent while it
+// was in flight may already show in it), or no end was seen.
 func (tl *timeline) endOf(a *action, final map[string]history.ServerState) (string, string) {
 	between := func(ts []int64, from, to int64) bool {
 		for _, t := range ts {
@@ -97,9 +100,9 @@ func (tl *timeline) endOf(a *action, final map[string]history.ServerState) (stri
 			continue
 		}
 		switch {
-		case between(tl.deletes[a.id], a.invoke, s.at+1) || s.gone:
+		case between(tl.deletes[a.id], a.invoke, max(s.at, s.answer)+1) || s.gone:
 			return "", ""
-		case between(tl.actions[a.id], a.invoke, s.at):
+		case between(tl.actions[a.id], a.invoke, max(s.at, s.answer)):
 			return "", "another action was sent before its end was seen"
 		}
 		return s.status, ""

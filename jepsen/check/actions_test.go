@@ -191,3 +191,23 @@ func TestActionsCountSideEffectsOfCutOffAgents(t *testing.T) {
 		t.Fatal("agentOf")
 	}
 }
+
+// A read in flight while the next action is sent may already show that
+// action: it is not the end of the action before (run 20261201-204637: a
+// show sent to a paused peer after a stop, answered ACTIVE after a hard
+// reboot was sent).
+func TestActionsReadAnsweredAfterTheNextAction(t *testing.T) {
+	r := historytest.NewActRun()
+	rid := r.Act(2, history.ActStop, history.OK, 202)
+	r.Effect("power", "power off", rid, historytest.UAN1)
+	v := history.OpValue{ID: historytest.IDB, Name: "b"}
+	r.H.Add(history.Op{Process: 5, Type: history.Invoke, F: history.FRead, Node: "n1", Consistency: history.Linearizable, Value: v})
+	rid = r.Act(3, history.ActRebootHard, history.OK, 202)
+	r.Effect("power", "rebooting", rid, historytest.UAN1)
+	v.Server = &history.ServerState{ID: historytest.IDB, Name: "b", Status: "ACTIVE", Host: "n1", Node: historytest.NodeX}
+	r.H.Add(history.Op{Process: 5, Type: history.OK, F: history.FRead, Node: "n1", Consistency: history.Linearizable, Value: v, Code: 200})
+	r.ReadB(2, "ACTIVE", "")
+	if res := checkRun(r); !res.Valid {
+		t.Fatalf("a read answered after the next action was sent was taken as the stop's end: %+v", res.Anomalies)
+	}
+}
