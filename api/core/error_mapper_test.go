@@ -1,4 +1,4 @@
-package api
+package core
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/cluster/forward"
+	"github.com/corral-dev/corral/wire"
 )
 
 // A request the leader never received (it was killed, an election is
@@ -13,7 +14,7 @@ import (
 // the server failed (500).
 func TestNotDeliveredIsServiceUnavailable(t *testing.T) {
 	err := fmt.Errorf("default read: %w: dial tcp 127.0.0.3:7480: connect: connection refused", forward.ErrNotDelivered)
-	if code, kind := classify(err); code != http.StatusServiceUnavailable || kind != kindNoLeader {
-		t.Fatalf("classify(not delivered) = %d %s, want 503 %s", code, kind, kindNoLeader)
+	if code, kind := Classify(err); code != http.StatusServiceUnavailable || kind != wire.KindNoLeader {
+		t.Fatalf("Classify(not delivered) = %d %s, want 503 %s", code, kind, wire.KindNoLeader)
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package nova
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/api/core"
 )
 
 type fakeBaremetal struct {
@@ -38,15 +40,15 @@ func proxyServer(t *testing.T, src BaremetalNodes) *httptest.Server {
 	p := BaremetalProxy{Source: src}
 	e := echo.New()
 	e.HTTPErrorHandler = func(err error, c echo.Context) { // the API's status mapping
-		code, _ := classify(err)
+		code, _ := core.Classify(err)
 		_ = c.JSON(code, map[string]any{"error": err.Error()})
 	}
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			c.Set(ctxRole, Role(c.Request().Header.Get("X-Test-Role")))
-			v := microversion{2, 1}
+			core.SetCaller(c, core.Caller{Role: core.Role(c.Request().Header.Get("X-Test-Role"))})
+			v := core.Microversion{Major: 2, Minor: 1}
 			if h := c.Request().Header.Get("X-Test-Version"); h != "" {
-				v, _ = parseMicroversion(h)
+				v, _ = core.ParseMicroversion(h)
 			}
 			c.Set(ctxMicroversion, v)
 			return next(c)
@@ -86,7 +88,7 @@ func TestBaremetalProxyShape(t *testing.T) {
 		{UUID: "n2", ProvisionState: "active", InstanceUUID: "i2"},
 	}}
 	ts := proxyServer(t, src)
-	code, body := proxyCall(t, ts, http.MethodGet, "/os-baremetal-nodes", string(RoleAdmin), "")
+	code, body := proxyCall(t, ts, http.MethodGet, "/os-baremetal-nodes", string(core.RoleAdmin), "")
 	want := map[string]any{"nodes": []any{
 		map[string]any{"id": "n1", "host": "IRONIC MANAGED", "task_state": "available", "cpus": 16.0, "memory_mb": 65536.0,
 			"disk_gb": 200.0, "interfaces": []any{map[string]any{"address": "52:54:00:00:00:01"}}},
@@ -96,12 +98,12 @@ func TestBaremetalProxyShape(t *testing.T) {
 	if code != http.StatusOK || !reflect.DeepEqual(body, want) {
 		t.Fatalf("list: %d %v", code, body)
 	}
-	code, body = proxyCall(t, ts, http.MethodGet, "/os-baremetal-nodes/n2", string(RoleAdmin), "2.35")
+	code, body = proxyCall(t, ts, http.MethodGet, "/os-baremetal-nodes/n2", string(core.RoleAdmin), "2.35")
 	node, _ := body["node"].(map[string]any)
 	if code != http.StatusOK || node["instance_uuid"] != "i2" || node["host"] != "IRONIC MANAGED" {
 		t.Fatalf("show: %d %v", code, body)
 	}
-	if code, _ := proxyCall(t, ts, http.MethodGet, "/os-baremetal-nodes/nope", string(RoleAdmin), ""); code != http.StatusNotFound {
+	if code, _ := proxyCall(t, ts, http.MethodGet, "/os-baremetal-nodes/nope", string(core.RoleAdmin), ""); code != http.StatusNotFound {
 		t.Fatalf("show of an unknown node: %d", code)
 	}
 }
@@ -112,17 +114,17 @@ func TestBaremetalProxyRefusals(t *testing.T) {
 		method, path, role, version string
 		want                        int
 	}{
-		{http.MethodGet, "/os-baremetal-nodes", string(RoleReader), "", http.StatusForbidden},
-		{http.MethodGet, "/os-baremetal-nodes", string(RoleAdmin), "2.36", http.StatusNotFound},
-		{http.MethodPost, "/os-baremetal-nodes", string(RoleAdmin), "", http.StatusNotFound},
-		{http.MethodDelete, "/os-baremetal-nodes/n1", string(RoleAdmin), "", http.StatusNotFound},
-		{http.MethodPost, "/os-baremetal-nodes/n1/action", string(RoleAdmin), "", http.StatusNotFound},
+		{http.MethodGet, "/os-baremetal-nodes", string(core.RoleReader), "", http.StatusForbidden},
+		{http.MethodGet, "/os-baremetal-nodes", string(core.RoleAdmin), "2.36", http.StatusNotFound},
+		{http.MethodPost, "/os-baremetal-nodes", string(core.RoleAdmin), "", http.StatusNotFound},
+		{http.MethodDelete, "/os-baremetal-nodes/n1", string(core.RoleAdmin), "", http.StatusNotFound},
+		{http.MethodPost, "/os-baremetal-nodes/n1/action", string(core.RoleAdmin), "", http.StatusNotFound},
 	} {
 		if code, _ := proxyCall(t, ts, tc.method, tc.path, tc.role, tc.version); code != tc.want {
 			t.Errorf("%s %s as %s at %q: %d, want %d", tc.method, tc.path, tc.role, tc.version, code, tc.want)
 		}
 	}
-	if code, _ := proxyCall(t, proxyServer(t, nil), http.MethodGet, "/os-baremetal-nodes", string(RoleAdmin), ""); code != http.StatusNotFound {
+	if code, _ := proxyCall(t, proxyServer(t, nil), http.MethodGet, "/os-baremetal-nodes", string(core.RoleAdmin), ""); code != http.StatusNotFound {
 		t.Errorf("no Ironic: %d, want 404", code)
 	}
 }
