@@ -26,6 +26,10 @@
 // list. The request and response types clients decode are the wire
 // package's, shared with client, the CLI and the upgrade tool.
 //
+// The tests that drive the assembled API over HTTP (gophercloud, Keystone,
+// followers, limits, roles) live here with New; a surface's own helpers
+// (the pager, the converters to wire types) are tested in its package.
+//
 // api reaches the peer it runs on only through core.Cluster. It must never
 // import raft, memberlist, gophercloud, ironic or compute.
 package api
