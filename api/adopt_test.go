@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/wire"
 )
 
 func TestAdoptServer(t *testing.T) {
@@ -24,23 +24,23 @@ func TestAdoptServer(t *testing.T) {
 		"flavor": {"id": "bm.small", "name": "baremetal.small", "vcpus": 16, "ram": 65536, "disk": 100,
 			"extra_specs": {"resources:CUSTOM_BAREMETAL": "1", "resources:VCPU": "0"}}}`
 
-	if r := do(t, e.ts, http.MethodPost, api.AdoptServerPath, readerToken, body, nil); r.code != http.StatusForbidden {
+	if r := do(t, e.ts, http.MethodPost, wire.AdoptServerPath, readerToken, body, nil); r.code != http.StatusForbidden {
 		t.Fatalf("reader: %s", r)
 	}
-	if r := do(t, e.ts, http.MethodPost, api.AdoptServerPath, adminToken, `{"id": "`+inst+`", "name": "x", "image_ref": "i"}`, nil); r.code != http.StatusBadRequest {
+	if r := do(t, e.ts, http.MethodPost, wire.AdoptServerPath, adminToken, `{"id": "`+inst+`", "name": "x", "image_ref": "i"}`, nil); r.code != http.StatusBadRequest {
 		t.Fatalf("without node_uuid: %s", r)
 	}
 	unknown := `{"id": "` + inst + `", "name": "db-1", "image_ref": "i", "node_uuid": "6fae68da-108b-4a9d-87c4-000000000999",
 		"flavor": {"id": "f", "name": "f", "vcpus": 1, "ram": 1, "disk": 1}}`
 	before := e.digest()
-	if r := do(t, e.ts, http.MethodPost, api.AdoptServerPath, adminToken, unknown, nil); r.code != http.StatusNotFound {
+	if r := do(t, e.ts, http.MethodPost, wire.AdoptServerPath, adminToken, unknown, nil); r.code != http.StatusNotFound {
 		t.Fatalf("node not mirrored: %s", r)
 	}
 	if e.digest() != before {
 		t.Fatal("a refused adoption changed the state")
 	}
 
-	r := do(t, e.ts, http.MethodPost, api.AdoptServerPath, adminToken, body, nil)
+	r := do(t, e.ts, http.MethodPost, wire.AdoptServerPath, adminToken, body, nil)
 	if r.code != http.StatusCreated {
 		t.Fatalf("adopt: %s", r)
 	}
@@ -54,7 +54,7 @@ func TestAdoptServer(t *testing.T) {
 		t.Fatalf("server %+v, %v", s, err)
 	}
 	after := e.digest()
-	r = do(t, e.ts, http.MethodPost, api.AdoptServerPath, adminToken, body, nil)
+	r = do(t, e.ts, http.MethodPost, wire.AdoptServerPath, adminToken, body, nil)
 	if r.code != http.StatusOK || get(t, r.json(t), "adopted") != false {
 		t.Fatalf("adopt again: %s", r)
 	}

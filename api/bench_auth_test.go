@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/auth/keystone"
 )
 
@@ -54,7 +55,7 @@ func newAuthBench(t *testing.T) *authBench {
 	}
 	h := startCluster(t, 1)
 	p := h.Leader(10 * time.Second)
-	srv, err := api.New(api.Config{Tokens: map[string]api.Role{adminToken: api.RoleAdmin}, Keystone: v,
+	srv, err := api.New(api.Config{Tokens: map[string]core.Role{adminToken: core.RoleAdmin}, Keystone: v,
 		Registry: p.Registry, Gatherer: p.Registry, Logger: slog.New(slog.DiscardHandler)}, p.Node)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
 )
@@ -115,7 +116,7 @@ func loadAvg() string {
 func serveTB(tb testing.TB, p *clustertest.Peer) *httptest.Server {
 	tb.Helper()
 	srv, err := api.New(api.Config{
-		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin},
+		Tokens:   map[string]core.Role{adminToken: core.RoleAdmin},
 		Registry: p.Registry,
 		Gatherer: p.Registry,
 		Logger:   slog.New(slog.DiscardHandler),

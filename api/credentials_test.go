@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/nova"
 	"github.com/corral-dev/corral/glance"
 )
 
@@ -124,14 +125,14 @@ func TestImageLookupWithoutServiceUser(t *testing.T) {
 // recordingBaremetal is a proxy source that records the token it is given.
 type recordingBaremetal struct{ log *tokenLog }
 
-func (b recordingBaremetal) BaremetalNodes(_ context.Context, token string) ([]api.BaremetalNode, error) {
+func (b recordingBaremetal) BaremetalNodes(_ context.Context, token string) ([]nova.BaremetalNode, error) {
 	b.log.add(token)
-	return []api.BaremetalNode{{UUID: "n1"}}, nil
+	return []nova.BaremetalNode{{UUID: "n1"}}, nil
 }
 
-func (b recordingBaremetal) BaremetalNode(_ context.Context, id, token string) (api.BaremetalNode, error) {
+func (b recordingBaremetal) BaremetalNode(_ context.Context, id, token string) (nova.BaremetalNode, error) {
 	b.log.add(token)
-	return api.BaremetalNode{UUID: id}, nil
+	return nova.BaremetalNode{UUID: id}, nil
 }
 
 // TestBaremetalProxyCredentials: the os-baremetal-nodes proxy hands its

@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
 )
@@ -39,7 +40,7 @@ type env struct {
 func serve(t *testing.T, p *clustertest.Peer) *httptest.Server {
 	t.Helper()
 	srv, err := api.New(api.Config{
-		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
+		Tokens:   map[string]core.Role{adminToken: core.RoleAdmin, readerToken: core.RoleReader},
 		Peers:    p.Node,
 		Registry: p.Registry,
 		Gatherer: p.Registry,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/glance"
 )
@@ -58,7 +59,7 @@ func TestImageRefWithGlance(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := api.New(api.Config{
-		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
+		Tokens:   map[string]core.Role{adminToken: core.RoleAdmin, readerToken: core.RoleReader},
 		Registry: p.Registry, Gatherer: p.Registry, Logger: slog.New(slog.DiscardHandler), Images: gc,
 	}, p.Node)
 	if err != nil {

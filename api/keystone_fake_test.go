@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
@@ -142,7 +143,7 @@ func newKeystoneEnv(t *testing.T, cacheTime time.Duration, with ...func(*api.Con
 		t.Fatal(err)
 	}
 	cfg := api.Config{
-		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
+		Tokens:   map[string]core.Role{adminToken: core.RoleAdmin, readerToken: core.RoleReader},
 		Keystone: v,
 		Peers:    p.Node,
 		Registry: p.Registry,

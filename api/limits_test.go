@@ -13,13 +13,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/wire"
 )
 
 func serveLimited(t *testing.T, p *clustertest.Peer, cfg api.Config) *httptest.Server {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	cfg.Tokens = map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader}
+	cfg.Tokens = map[string]core.Role{adminToken: core.RoleAdmin, readerToken: core.RoleReader}
 	cfg.Peers = p.Node
 	cfg.Logger, cfg.Registry, cfg.Gatherer = slog.New(slog.DiscardHandler), reg, reg
 	srv, err := api.New(cfg, p.Node)
@@ -33,9 +35,9 @@ func serveLimited(t *testing.T, p *clustertest.Peer, cfg api.Config) *httptest.S
 
 func TestBodyOverLimitIs413(t *testing.T) {
 	p := startCluster(t, 1).Leader(10 * time.Second)
-	ts := serveLimited(t, p, api.Config{Limits: api.Limits{MaxBodyBytes: 4096}})
+	ts := serveLimited(t, p, api.Config{Limits: core.Limits{MaxBodyBytes: 4096}})
 	big := `{"flavor": {"name": "` + strings.Repeat("x", 8000) + `", "vcpus": 1, "ram": 1, "disk": 1}}`
-	for _, path := range []string{computeBase + "/flavors", "/v1/hosts/h1/drain", api.KeyringPath} {
+	for _, path := range []string{computeBase + "/flavors", "/v1/hosts/h1/drain", wire.KeyringPath} {
 		r := do(t, ts, "POST", path, adminToken, big, nil)
 		if r.code != http.StatusRequestEntityTooLarge {
 			t.Errorf("POST %s with %d bytes: %s", path, len(big), r)
@@ -62,7 +64,7 @@ func TestBodyOverLimitIs413(t *testing.T) {
 
 func TestWriteRateLimit(t *testing.T) {
 	p := startCluster(t, 1).Leader(10 * time.Second)
-	ts := serveLimited(t, p, api.Config{Limits: api.Limits{WriteRate: 0.5, WriteBurst: 2}})
+	ts := serveLimited(t, p, api.Config{Limits: core.Limits{WriteRate: 0.5, WriteBurst: 2}})
 	body := func(i int) string {
 		return `{"flavor": {"name": "r` + strconv.Itoa(i) + `", "vcpus": 1, "ram": 1, "disk": 1}}`
 	}

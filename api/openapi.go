@@ -3,56 +3,36 @@ package api
 import (
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/corral-dev/corral/cluster"
-	"github.com/corral-dev/corral/cluster/forward"
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/wire"
 )
 
-// OpenAPIPath serves the OpenAPI document of the native /v1 admin API.
-const OpenAPIPath = "/v1/openapi.json"
-
-// apiOp documents one operation of the /v1 API; its key in openAPIOps is
-// "METHOD /path" as in the route table. A test checks that the document
-// and the route table list the same operations.
-type apiOp struct {
+// operation documents one route of the admin API in its OpenAPI
+// document; the route table (routes.go) carries it.
+type operation struct {
 	summary string
 	tag     string
 	body    string // request body schema name ("" for none)
 	resp    string // 2xx response schema name ("" for a generic object)
-	status  int    // success status (default 200)
+	code    int    // success status (default 200)
 }
 
-var openAPIOps = map[string]apiOp{
-	"GET " + OpenAPIPath:                      {summary: "This document", tag: "meta"},
-	"GET /v1/cluster/members":                 {summary: "Gossip members and their raft roles", tag: "cluster", resp: "Members"},
-	"GET /v1/cluster/raft":                    {summary: "This peer's view of raft", tag: "cluster", resp: "RaftStatus"},
-	"POST /v1/agent/leave":                    {summary: "Make this peer leave the cluster cleanly and exit", tag: "cluster", status: http.StatusAccepted},
-	"GET /v1/hosts":                           {summary: "Compute hosts, their status and capacity", tag: "hosts"},
-	"GET /v1/hosts/:name":                     {summary: "One compute host", tag: "hosts"},
-	"POST /v1/hosts/:name/drain":              {summary: "Move a host's servers away and keep new ones off it", tag: "hosts"},
-	"POST /v1/hosts/:name/undrain":            {summary: "Let a drained host take servers again", tag: "hosts"},
-	"POST /v1/hosts/:name/force-down":         {summary: "Mark a host down now (its servers move)", tag: "hosts"},
-	"GET /v1/nodes":                           {summary: "Ironic nodes as the cluster mirrors them", tag: "ironic"},
-	"GET /v1/reservations":                    {summary: "Committed node reservations", tag: "ironic"},
-	"GET /v1/networks":                        {summary: "Networks servers may attach to", tag: "ironic"},
-	"POST /v1/servers/:id/move":               {summary: "Give a server a new owner host", tag: "servers"},
-	"GET /v1/servers/:id/owner":               {summary: "A server's owner host and epoch", tag: "servers"},
-	"GET /v1/plan/rebalance":                  {summary: "Moves that would even out the servers per host", tag: "servers"},
-	"POST /v1/manage/ironic-flavor-migration": {summary: "Migrate flavors to Ironic resource classes", tag: "manage"},
-	"POST " + AdoptServerPath:                 {summary: "Adopt a server built by Nova's baremetal driver", tag: "manage"},
-	"GET " + KeyringPath:                      {summary: "Every live member's gossip keyring", tag: "operator", resp: "KeyringResponse"},
-	"POST " + KeyringPath:                     {summary: "Install a gossip key on every live member", tag: "operator", body: "KeyringRequest", resp: "KeyringResponse"},
-	"PUT " + KeyringPath:                      {summary: "Make an installed gossip key primary on every live member", tag: "operator", body: "KeyringRequest", resp: "KeyringResponse"},
-	"DELETE " + KeyringPath:                   {summary: "Remove a gossip key from every live member", tag: "operator", body: "KeyringRequest", resp: "KeyringResponse"},
-	"POST " + cluster.RemovePeerPath:          {summary: "Remove a dead peer from the raft configuration", tag: "operator", body: "RemovePeerRequest", status: http.StatusNoContent},
-	"GET " + cluster.SnapshotPath:             {summary: "Save a consistent snapshot file of the replicated state (taken by the leader)", tag: "operator", resp: "binary"},
-	"POST " + cluster.SnapshotPath:            {summary: "Restore a snapshot file into the running cluster", tag: "operator", body: "binary", resp: "SnapshotHeader"},
-}
+// doc documents a route of the admin API.
+func doc(tag, summary string) *operation { return &operation{summary: summary, tag: tag} }
+
+// in names the schema of the request body.
+func (o *operation) in(schema string) *operation { o.body = schema; return o }
+
+// out names the schema of the success answer.
+func (o *operation) out(schema string) *operation { o.resp = schema; return o }
+
+// status is the success status, if not 200.
+func (o *operation) status(code int) *operation { o.code = code; return o }
 
 // openAPISchemas are the named schemas the operations refer to.
 var openAPISchemas = map[string]any{
@@ -85,26 +65,24 @@ func obj(props map[string]any) map[string]any {
 
 var pathParamRE = regexp.MustCompile(`:([A-Za-z_]+)`)
 
-// documentedRoute reports whether a route belongs in the /v1 document:
-// every /v1 route but the peers' internal forwarding endpoints.
+// documentedRoute reports whether a route belongs in the OpenAPI
+// document: every route of the admin API but the peers' endpoints.
 func documentedRoute(path string) bool {
-	return strings.HasPrefix(path, "/v1/") && !strings.HasPrefix(path, forward.PathPrefix)
+	return strings.HasPrefix(path, wire.AdminPrefix+"/") && !core.IsPeerPath(path)
 }
 
-// openAPIDoc builds the OpenAPI 3 document from openAPIOps and the roles
-// of the route table.
+// openAPIDoc builds the OpenAPI 3 document of the admin API from the
+// route table.
 func (s *Server) openAPIDoc() map[string]any {
 	paths := map[string]map[string]any{}
-	keys := make([]string, 0, len(openAPIOps))
-	for k := range openAPIOps {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		op := openAPIOps[k]
-		method, path, _ := strings.Cut(k, " ")
+	for _, r := range s.routeTable() {
+		op := r.doc
+		if op == nil {
+			continue
+		}
+		method, path := r.method, r.path
 		oaPath := pathParamRE.ReplaceAllString(path, "{$1}")
-		status := op.status
+		status := op.code
 		if status == 0 {
 			status = http.StatusOK
 		}
@@ -127,9 +105,9 @@ func (s *Server) openAPIDoc() map[string]any {
 			strconv.Itoa(status): ok,
 			"default":            map[string]any{"description": "An error", "content": content("Error")},
 		}
-		if role, known := s.roles[method+" "+path]; known && role != rolePublic {
+		if r.role != core.RolePublic {
 			o["security"] = []any{map[string]any{"token": []string{}}}
-			o["x-corral-role"] = string(role)
+			o["x-corral-role"] = string(r.role)
 		}
 		if paths[oaPath] == nil {
 			paths[oaPath] = map[string]any{}
@@ -158,6 +136,7 @@ func content(schema string) map[string]any {
 	return map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + schema}}}
 }
 
+// openAPI serves wire.OpenAPIPath.
 func (s *Server) openAPI(c echo.Context) error {
-	return c.JSON(http.StatusOK, s.openAPIDoc())
+	return c.JSON(http.StatusOK, s.document)
 }

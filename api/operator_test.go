@@ -17,8 +17,11 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/admin"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/wire"
 )
 
 // fakeOperator keeps one peer's keyring in memory; peers maps the other
@@ -97,10 +100,10 @@ func (f *fakeOperator) CallPeer(ctx context.Context, addr, method, path string, 
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-func serveOperator(t *testing.T, p *clustertest.Peer, op api.Operator) *httptest.Server {
+func serveOperator(t *testing.T, p *clustertest.Peer, op admin.Operator) *httptest.Server {
 	t.Helper()
 	srv, err := api.New(api.Config{
-		Tokens:   map[string]api.Role{adminToken: api.RoleAdmin, readerToken: api.RoleReader},
+		Tokens:   map[string]core.Role{adminToken: core.RoleAdmin, readerToken: core.RoleReader},
 		Peers:    p.Node,
 		Logger:   slog.New(slog.DiscardHandler),
 		Operator: op,
@@ -123,11 +126,11 @@ func TestKeyringAppliesOnEveryMember(t *testing.T) {
 		peers: map[string]string{p.Name: "", "other": strings.TrimPrefix(otherTS.URL, "http://")}}
 	ts := serveOperator(t, p, self)
 
-	r := do(t, ts, "POST", api.KeyringPath, adminToken, `{"key":"`+k2+`"}`, nil)
+	r := do(t, ts, "POST", wire.KeyringPath, adminToken, `{"key":"`+k2+`"}`, nil)
 	if r.code != http.StatusOK {
 		t.Fatalf("install: %s", r)
 	}
-	var resp api.KeyringResponse
+	var resp wire.KeyringResponse
 	if err := json.Unmarshal(r.body, &resp); err != nil || len(resp.Peers) != 2 || len(resp.Errors) != 0 {
 		t.Fatalf("install answer %s: %v", r.body, err)
 	}
@@ -136,12 +139,12 @@ func TestKeyringAppliesOnEveryMember(t *testing.T) {
 			t.Fatalf("%s keys %v", f.name, f.keys)
 		}
 	}
-	if r := do(t, ts, "PUT", api.KeyringPath, adminToken, `{"key":"`+k2+`"}`, nil); r.code != http.StatusOK || other.primary != k2 || self.primary != k2 {
+	if r := do(t, ts, "PUT", wire.KeyringPath, adminToken, `{"key":"`+k2+`"}`, nil); r.code != http.StatusOK || other.primary != k2 || self.primary != k2 {
 		t.Fatalf("use: %s (primaries %s %s)", r, self.primary, other.primary)
 	}
 	// A bad key is refused before anything changes, naming what is wrong.
 	for _, body := range []string{`{"key":"not base64"}`, `{"key":"` + base64.StdEncoding.EncodeToString([]byte("short")) + `"}`} {
-		r := do(t, ts, "DELETE", api.KeyringPath, adminToken, body, nil)
+		r := do(t, ts, "DELETE", wire.KeyringPath, adminToken, body, nil)
 		if r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "gossip encryption key") {
 			t.Fatalf("bad key %s: %s", body, r)
 		}
@@ -150,13 +153,13 @@ func TestKeyringAppliesOnEveryMember(t *testing.T) {
 		t.Fatal("a refused request changed a keyring")
 	}
 	// A reader may not touch the keyring.
-	if r := do(t, ts, "GET", api.KeyringPath, readerToken, "", nil); r.code != http.StatusForbidden {
+	if r := do(t, ts, "GET", wire.KeyringPath, readerToken, "", nil); r.code != http.StatusForbidden {
 		t.Fatalf("reader list: %s", r)
 	}
 	// A member that fails is reported by name, with 207.
 	other.broken = true
-	r = do(t, ts, "GET", api.KeyringPath, adminToken, "", nil)
-	resp = api.KeyringResponse{}
+	r = do(t, ts, "GET", wire.KeyringPath, adminToken, "", nil)
+	resp = wire.KeyringResponse{}
 	if err := json.Unmarshal(r.body, &resp); err != nil || r.code != http.StatusMultiStatus || resp.Errors["other"] == "" || len(resp.Peers) != 1 {
 		t.Fatalf("list with a broken member: %s", r)
 	}
@@ -181,15 +184,15 @@ func TestRemovePeerEndpoint(t *testing.T) {
 func TestOpenAPIServed(t *testing.T) {
 	p := startCluster(t, 1).Leader(10 * time.Second)
 	ts := serveOperator(t, p, &fakeOperator{name: p.Name})
-	if r := do(t, ts, "GET", api.OpenAPIPath, "", "", nil); r.code != http.StatusUnauthorized {
+	if r := do(t, ts, "GET", wire.OpenAPIPath, "", "", nil); r.code != http.StatusUnauthorized {
 		t.Fatalf("without token: %s", r)
 	}
-	r := do(t, ts, "GET", api.OpenAPIPath, readerToken, "", nil)
+	r := do(t, ts, "GET", wire.OpenAPIPath, readerToken, "", nil)
 	var doc struct {
 		Paths map[string]map[string]any `json:"paths"`
 	}
 	if err := json.Unmarshal(r.body, &doc); err != nil || r.code != http.StatusOK || doc.Paths["/v1/hosts/{name}"]["get"] == nil ||
-		doc.Paths[api.KeyringPath]["delete"] == nil {
+		doc.Paths[wire.KeyringPath]["delete"] == nil {
 		t.Fatalf("%s: %v", r, err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/admin"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/cluster/forward"
@@ -91,9 +93,9 @@ func TestPeerEndpointsRefuseKeystoneAdmin(t *testing.T) {
 // Content-Length.
 func TestPeerEndpointsBodyLimit(t *testing.T) {
 	p := startCluster(t, 1).Leader(10 * time.Second)
-	ts := serveLimited(t, p, api.Config{Limits: api.Limits{MaxBodyBytes: 2048}})
+	ts := serveLimited(t, p, api.Config{Limits: core.Limits{MaxBodyBytes: 2048}})
 	big := flavorCommand(t, strings.Repeat("x", 4096))
-	for _, path := range []string{forward.ApplyPath, api.PeerKeyringPath, cluster.PeerRemovePeerPath} {
+	for _, path := range []string{forward.ApplyPath, admin.PeerKeyringPath, cluster.PeerRemovePeerPath} {
 		if r := do(t, ts, "POST", path, clustertest.PeerToken, big, nil); r.code != http.StatusRequestEntityTooLarge {
 			t.Errorf("POST %s with %d bytes: %s, want 413", path, len(big), r)
 		}
@@ -175,7 +177,7 @@ func TestPeerEndpointsOverTLS(t *testing.T) {
 	self := ca.peer("p1")
 	h := clustertest.Start(t, 1, clustertest.Options{Tweak: func(cfg *cluster.Config) { cfg.TLS = self }})
 	p := h.Leader(10 * time.Second)
-	srv, err := api.New(api.Config{Tokens: map[string]api.Role{adminToken: api.RoleAdmin}, Peers: p.Node,
+	srv, err := api.New(api.Config{Tokens: map[string]core.Role{adminToken: core.RoleAdmin}, Peers: p.Node,
 		Registry: p.Registry, Gatherer: p.Registry, Logger: slog.New(slog.DiscardHandler)}, p.Node)
 	if err != nil {
 		t.Fatal(err)

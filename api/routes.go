@@ -2,189 +2,180 @@ package api
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral-dev/corral/api/admin"
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/api/nova"
+	"github.com/corral-dev/corral/api/placement"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/forward"
+	"github.com/corral-dev/corral/wire"
 )
-
-// rolePublic marks the routes that need no token at all.
-const rolePublic Role = "public"
 
 // route is one line of the route table: who may call what.
 type route struct {
 	method  string
 	path    string
 	handler echo.HandlerFunc
-	// role: rolePublic; roleProjectReader or roleProjectMember (any
-	// Keystone project reader or member, within its project; handlers
-	// keep to it); RoleReader or RoleAdmin (cluster-wide: static tokens
-	// of that role, Keystone admins). See auth.go.
-	role Role
+	// role: core.RolePublic; core.RoleProjectReader or RoleProjectMember
+	// (any Keystone project reader or member, within its project; handlers
+	// keep to it); core.RoleReader or RoleAdmin (cluster-wide: static
+	// tokens of that role, Keystone admins); core.RolePeer (the peers'
+	// endpoints). See api/core/auth.go.
+	role core.Role
+	// doc documents a route of the admin API in its OpenAPI document
+	// (openapi.go); nil for every other route.
+	doc *operation
 }
 
-// routeTable is every route the API serves. Paths under novaPrefix and
-// placementPrefix negotiate their microversions (see mount).
+// routeTable is every route the API serves. Paths under the compute and
+// Placement prefixes negotiate their microversions (see mount).
 func (s *Server) routeTable() []route {
 	const get, post, put, del, patch = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch
-	metrics := echo.WrapHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+	// Who may call: see route.role.
+	const (
+		anyone, readers, admins, peers = core.RolePublic, core.RoleReader, core.RoleAdmin, core.RolePeer
+		projectReaders, projectMembers = core.RoleProjectReader, core.RoleProjectMember
+	)
+	const nova, pl = wire.ComputePrefix, wire.PlacementPrefix
+	hosts, owners, keyring, snapshot := wire.HostsPath, wire.OwnersPath, wire.KeyringPath, wire.SnapshotPath
+	peerKeyring, peerSnapshot := admin.PeerKeyringPath, cluster.PeerSnapshotPath
 	internal := echo.WrapHandler(forward.NewHandler(s.c))
-	const nova, pl = novaPrefix, placementPrefix
-	bm := BaremetalProxy{Source: s.cfg.BaremetalNodes}
-	refuse := func(echo.Context) error { return echo.NewHTTPError(http.StatusForbidden, errCorralOwned.Error()) }
+	n, p, a := s.nova, s.placement, s.admin
 	return []route{
-		// Health, readiness and metrics (cluster.go, metrics.go).
-		{get, "/healthz", s.healthz, rolePublic},
-		{get, "/readyz", s.readyz, rolePublic},
-		{get, "/metrics", metrics, s.metricsRole()},
+		// Health, readiness and metrics (api/core).
+		{get, "/healthz", core.Healthz, anyone, nil},
+		{get, "/readyz", core.Readyz(s.c), anyone, nil},
+		{get, "/metrics", s.core.Metrics(), s.core.MetricsRole(), nil},
 
-		// Native admin API: the cluster and its hosts (cluster.go, ironic.go, networks.go, ownership.go, migration.go).
-		{get, "/v1/cluster/members", s.members, RoleReader},
-		{get, "/v1/cluster/raft", s.raftStatus, RoleReader},
-		{post, "/v1/agent/leave", s.leave, RoleAdmin},
-		{get, "/v1/hosts", s.listHosts, RoleReader},
-		{get, "/v1/hosts/:name", s.getHost, RoleReader},
-		{post, "/v1/hosts/:name/drain", s.drainHost(true), RoleAdmin},
-		{post, "/v1/hosts/:name/undrain", s.drainHost(false), RoleAdmin},
-		{post, "/v1/hosts/:name/force-down", s.forceDown, RoleAdmin},
-		{get, "/v1/nodes", s.listNodes, RoleReader},
-		{get, "/v1/reservations", s.listReservations, RoleReader},
-		{get, "/v1/networks", s.listNetworks, RoleReader},
-		{post, "/v1/servers/:id/move", s.moveServer, RoleAdmin},
-		{get, "/v1/servers/:id/owner", s.serverOwner, RoleReader},
-		{get, "/v1/plan/rebalance", s.planRebalance, RoleReader},
-		{post, "/v1/manage/ironic-flavor-migration", s.flavorMigration, RoleAdmin},
+		// Native admin API: the cluster and its hosts (api/admin).
+		{get, wire.MembersPath, a.Members, readers, doc("cluster", "Gossip members and their raft roles").out("Members")},
+		{get, wire.RaftPath, a.RaftStatus, readers, doc("cluster", "This peer's view of raft").out("RaftStatus")},
+		{post, wire.LeavePath, a.Leave, admins, doc("cluster", "Make this peer leave the cluster cleanly and exit").status(http.StatusAccepted)},
+		{get, hosts, a.ListHosts, readers, doc("hosts", "Compute hosts, their status and capacity")},
+		{get, hosts + "/:name", a.GetHost, readers, doc("hosts", "One compute host")},
+		{post, hosts + "/:name/drain", a.DrainHost(true), admins, doc("hosts", "Move a host's servers away and keep new ones off it")},
+		{post, hosts + "/:name/undrain", a.DrainHost(false), admins, doc("hosts", "Let a drained host take servers again")},
+		{post, hosts + "/:name/force-down", a.ForceDown, admins, doc("hosts", "Mark a host down now (its servers move)")},
+		{get, wire.NodesPath, a.ListNodes, readers, doc("ironic", "Ironic nodes as the cluster mirrors them")},
+		{get, wire.ReservationsPath, a.ListReservations, readers, doc("ironic", "Committed node reservations")},
+		{get, wire.NetworksPath, a.ListNetworks, readers, doc("ironic", "Networks servers may attach to")},
+		{post, owners + "/:id/move", a.MoveServer, admins, doc("servers", "Give a server a new owner host")},
+		{get, owners + "/:id/owner", a.ServerOwner, readers, doc("servers", "A server's owner host and epoch")},
+		{get, wire.RebalancePath, a.PlanRebalance, readers, doc("servers", "Moves that would even out the servers per host")},
+		{post, wire.FlavorMigrationPath, a.FlavorMigration, admins, doc("manage", "Migrate flavors to Ironic resource classes")},
+		// Upgrade from Nova's baremetal driver.
+		{post, wire.AdoptServerPath, a.AdoptServer, admins, doc("manage", "Adopt a server built by Nova's baremetal driver")},
 
-		// Operator: the gossip keyring on every member (operator.go).
-		{get, KeyringPath, s.keyring, RoleAdmin},
-		{post, KeyringPath, s.keyring, RoleAdmin},
-		{put, KeyringPath, s.keyring, RoleAdmin},
-		{del, KeyringPath, s.keyring, RoleAdmin},
-		{post, cluster.RemovePeerPath, s.removePeer, RoleAdmin},
-		{get, cluster.SnapshotPath, s.snapshot, RoleAdmin},
-		{post, cluster.SnapshotPath, s.snapshot, RoleAdmin},
-		{get, OpenAPIPath, s.openAPI, RoleReader},
+		// Operator: the gossip keyring on every member, raft peers, snapshots (api/admin).
+		{get, keyring, a.Keyring, admins, doc("operator", "Every live member's gossip keyring").out("KeyringResponse")},
+		{post, keyring, a.Keyring, admins, doc("operator", "Install a gossip key on every live member").in("KeyringRequest").out("KeyringResponse")},
+		{put, keyring, a.Keyring, admins, doc("operator", "Make an installed gossip key primary on every live member").in("KeyringRequest").out("KeyringResponse")},
+		{del, keyring, a.Keyring, admins, doc("operator", "Remove a gossip key from every live member").in("KeyringRequest").out("KeyringResponse")},
+		{post, wire.RemovePeerPath, a.RemovePeer, admins, doc("operator", "Remove a dead peer from the raft configuration").in("RemovePeerRequest").status(http.StatusNoContent)},
+		{get, snapshot, a.Snapshot, admins, doc("operator", "Save a consistent snapshot file of the replicated state (taken by the leader)").out("binary")},
+		{post, snapshot, a.Snapshot, admins, doc("operator", "Restore a snapshot file into the running cluster").in("binary").out("SnapshotHeader")},
+		{get, wire.OpenAPIPath, s.openAPI, readers, doc("meta", "This document")},
 
-		// The peers' endpoints (peers.go): forwarding to the leader
-		// (cluster/forward), and the operator calls a peer relays after it
-		// authorized the user. Only a peer's identity passes.
-		{post, forward.ApplyPath, internal, rolePeer},
-		{get, forward.ReadIndexPath, internal, rolePeer},
-		{get, PeerKeyringPath, s.keyringLocal, rolePeer},
-		{post, PeerKeyringPath, s.keyringLocal, rolePeer},
-		{put, PeerKeyringPath, s.keyringLocal, rolePeer},
-		{del, PeerKeyringPath, s.keyringLocal, rolePeer},
-		{post, cluster.PeerRemovePeerPath, s.removePeer, rolePeer},
-		{get, cluster.PeerSnapshotPath, s.snapshot, rolePeer},
-		{post, cluster.PeerSnapshotPath, s.snapshot, rolePeer},
+		// The peers' endpoints: forwarding to the leader (cluster/forward),
+		// and the operator calls a peer relays after it authorized the
+		// user. Only a peer's identity passes (api/core/peers.go).
+		{post, forward.ApplyPath, internal, peers, nil},
+		{get, forward.ReadIndexPath, internal, peers, nil},
+		{get, peerKeyring, a.KeyringLocal, peers, nil},
+		{post, peerKeyring, a.KeyringLocal, peers, nil},
+		{put, peerKeyring, a.KeyringLocal, peers, nil},
+		{del, peerKeyring, a.KeyringLocal, peers, nil},
+		{post, cluster.PeerRemovePeerPath, a.RemovePeer, peers, nil},
+		{get, peerSnapshot, a.Snapshot, peers, nil},
+		{post, peerSnapshot, a.Snapshot, peers, nil},
 
-		// Compute, a Nova subset (nova.go, flavors.go, servers.go).
-		{get, nova, s.novaVersion, roleProjectReader},
-		{get, nova + "/", s.novaVersion, roleProjectReader},
-		{get, nova + "/flavors", s.listFlavors(false), roleProjectReader},
-		{get, nova + "/flavors/detail", s.listFlavors(true), roleProjectReader},
-		{post, nova + "/flavors", s.createFlavor, RoleAdmin},
-		{get, nova + "/flavors/:id", s.getFlavor, roleProjectReader},
-		{del, nova + "/flavors/:id", s.deleteFlavor, RoleAdmin},
-		{get, nova + "/flavors/:id/os-extra_specs", s.listExtraSpecs, roleProjectReader},
-		{post, nova + "/flavors/:id/os-extra_specs", s.createExtraSpecs, RoleAdmin},
-		{get, nova + "/flavors/:id/os-extra_specs/:key", s.getExtraSpec, roleProjectReader},
-		{put, nova + "/flavors/:id/os-extra_specs/:key", s.updateExtraSpec, RoleAdmin},
-		{del, nova + "/flavors/:id/os-extra_specs/:key", s.deleteExtraSpec, RoleAdmin},
-		{post, nova + "/servers", s.createServer, roleProjectMember},
-		{get, nova + "/servers", s.listServers(false), roleProjectReader},
-		{get, nova + "/servers/detail", s.listServers(true), roleProjectReader},
-		{get, nova + "/servers/:id", s.getServer, roleProjectReader},
-		{del, nova + "/servers/:id", s.deleteServer, roleProjectMember},
+		// Compute, a Nova subset (api/nova): versions, flavors, servers.
+		{get, "/", n.Versions, anyone, nil},
+		{get, "/compute", n.Versions, anyone, nil},
+		{get, "/compute/", n.Versions, anyone, nil},
+		{get, nova, n.Version, projectReaders, nil},
+		{get, nova + "/", n.Version, projectReaders, nil},
+		{get, nova + "/flavors", n.ListFlavors(false), projectReaders, nil},
+		{get, nova + "/flavors/detail", n.ListFlavors(true), projectReaders, nil},
+		{post, nova + "/flavors", n.CreateFlavor, admins, nil},
+		{get, nova + "/flavors/:id", n.GetFlavor, projectReaders, nil},
+		{put, nova + "/flavors/:id", n.UpdateFlavor, admins, nil},
+		{del, nova + "/flavors/:id", n.DeleteFlavor, admins, nil},
+		{get, nova + "/flavors/:id/os-extra_specs", n.ListExtraSpecs, projectReaders, nil},
+		{post, nova + "/flavors/:id/os-extra_specs", n.CreateExtraSpecs, admins, nil},
+		{get, nova + "/flavors/:id/os-extra_specs/:key", n.GetExtraSpec, projectReaders, nil},
+		{put, nova + "/flavors/:id/os-extra_specs/:key", n.UpdateExtraSpec, admins, nil},
+		{del, nova + "/flavors/:id/os-extra_specs/:key", n.DeleteExtraSpec, admins, nil},
+		{get, nova + "/flavors/:id/os-flavor-access", n.ListFlavorAccess, admins, nil},
+		{post, nova + "/flavors/:id/action", n.FlavorAction, admins, nil},
+		{post, nova + "/servers", n.CreateServer, projectMembers, nil},
+		{get, nova + "/servers", n.ListServers(false), projectReaders, nil},
+		{get, nova + "/servers/detail", n.ListServers(true), projectReaders, nil},
+		{get, nova + "/servers/:id", n.GetServer, projectReaders, nil},
+		{put, nova + "/servers/:id", n.UpdateServer, projectMembers, nil},
+		{del, nova + "/servers/:id", n.DeleteServer, projectMembers, nil},
+		// Server actions, carried out by the owner host.
+		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
 
-		// Placement, read only: corral keeps the providers itself (placement.go).
-		{get, pl, s.placementRoot, RoleReader},
-		{get, pl + "/", s.placementRoot, RoleReader},
-		{get, pl + "/resource_providers", s.listProviders, RoleReader},
-		{get, pl + "/resource_providers/:uuid", s.getProvider, RoleReader},
-		{get, pl + "/resource_providers/:uuid/inventories", s.providerInventories, RoleReader},
-		{get, pl + "/resource_providers/:uuid/inventories/:rc", s.providerInventory, RoleReader},
-		{get, pl + "/resource_providers/:uuid/usages", s.providerUsages, RoleReader},
-		{get, pl + "/resource_providers/:uuid/traits", s.providerTraits, RoleReader},
-		{get, pl + "/resource_providers/:uuid/aggregates", s.providerAggregates, RoleReader},
-		{get, pl + "/resource_providers/:uuid/allocations", s.providerAllocations, RoleReader},
-		{get, pl + "/allocations/:consumer", s.consumerAllocations, RoleReader},
-		{get, pl + "/allocation_candidates", s.allocationCandidates, RoleReader},
-		{get, pl + "/usages", s.projectUsages, RoleReader},
-		{get, pl + "/traits", s.placementTraits, RoleReader},
-		{get, pl + "/resource_classes", s.resourceClasses, RoleReader},
-		{post, pl + "/*", refuse, RoleAdmin},
-		{put, pl + "/*", refuse, RoleAdmin},
-		{del, pl + "/*", refuse, RoleAdmin},
-		{patch, pl + "/*", refuse, RoleAdmin},
+		// Key pairs, per user; limits and zones, as the openstack CLI asks for them.
+		{get, nova + "/os-keypairs", n.ListKeyPairs, projectReaders, nil},
+		{post, nova + "/os-keypairs", n.CreateKeyPair, projectMembers, nil},
+		{get, nova + "/os-keypairs/:name", n.GetKeyPair, projectReaders, nil},
+		{del, nova + "/os-keypairs/:name", n.DeleteKeyPair, projectMembers, nil},
+		{get, nova + "/limits", n.Limits, projectReaders, nil},
+		{get, nova + "/os-availability-zone", n.AvailabilityZones, projectReaders, nil},
+		{get, nova + "/os-availability-zone/detail", n.AvailabilityZonesDetail, admins, nil},
 
-		// Upgrade from Nova's baremetal driver (adopt.go).
-		{post, AdoptServerPath, s.adoptServer, RoleAdmin},
+		// Compute services and hypervisors, as Nova shows its Ironic driver.
+		{get, nova + "/os-services", n.ListServices, admins, nil},
+		{put, nova + "/os-services/:id", n.UpdateService, admins, nil},
+		{get, nova + "/os-hypervisors", n.ListHypervisors(false), admins, nil},
+		{get, nova + "/os-hypervisors/detail", n.ListHypervisors(true), admins, nil},
+		{get, nova + "/os-hypervisors/:id", n.GetHypervisor, admins, nil},
+		{get, nova + "/os-hypervisors/:id/uptime", n.HypervisorUptime, admins, nil},
+		{get, nova + "/os-aggregates", n.ListAggregates, admins, nil},
 
-		// Nova's baremetal extension, a read-only proxy to Ironic (baremetal_nodes.go).
-		{get, nova + "/os-baremetal-nodes", bm.List, RoleAdmin},
-		{get, nova + "/os-baremetal-nodes/:id", bm.Show, RoleAdmin},
-		{post, nova + "/os-baremetal-nodes", bm.NotSupported, RoleAdmin},
-		{del, nova + "/os-baremetal-nodes/:id", bm.NotSupported, RoleAdmin},
-		{post, nova + "/os-baremetal-nodes/:id/action", bm.NotSupported, RoleAdmin},
+		// Nova's baremetal extension, a read-only proxy to Ironic.
+		{get, nova + "/os-baremetal-nodes", n.Baremetal.List, admins, nil},
+		{get, nova + "/os-baremetal-nodes/:id", n.Baremetal.Show, admins, nil},
+		{post, nova + "/os-baremetal-nodes", n.Baremetal.NotSupported, admins, nil},
+		{del, nova + "/os-baremetal-nodes/:id", n.Baremetal.NotSupported, admins, nil},
+		{post, nova + "/os-baremetal-nodes/:id/action", n.Baremetal.NotSupported, admins, nil},
 
-		// Compute services and hypervisors, as Nova shows its Ironic driver (services.go, hypervisors.go).
-		{get, nova + "/os-services", s.listComputeServices, RoleAdmin},
-		{put, nova + "/os-services/:id", s.updateComputeService, RoleAdmin},
-		{get, nova + "/os-hypervisors", s.listHypervisors(false), RoleAdmin},
-		{get, nova + "/os-hypervisors/detail", s.listHypervisors(true), RoleAdmin},
-		{get, nova + "/os-hypervisors/:id", s.getHypervisor, RoleAdmin},
-		{get, nova + "/os-hypervisors/:id/uptime", s.hypervisorUptime, RoleAdmin},
-		{get, nova + "/os-aggregates", s.listAggregates, RoleAdmin},
-
-		// What else the openstack CLI asks for: versions, limits, zones, flavor updates and access
-		// (compute_misc.go, flavor_access.go).
-		{get, "/", s.novaVersions, rolePublic},
-		{get, "/compute", s.novaVersions, rolePublic},
-		{get, "/compute/", s.novaVersions, rolePublic},
-		{get, nova + "/limits", s.limits, roleProjectReader},
-		{get, nova + "/os-availability-zone", s.availabilityZones, roleProjectReader},
-		{get, nova + "/os-availability-zone/detail", s.availabilityZonesDetail, RoleAdmin},
-		{put, nova + "/flavors/:id", s.updateFlavor, RoleAdmin},
-		{get, nova + "/flavors/:id/os-flavor-access", s.listFlavorAccess, RoleAdmin},
-		{post, nova + "/flavors/:id/action", s.flavorAction, RoleAdmin},
-
-		// Key pairs, per user (keypairs.go).
-		{get, nova + "/os-keypairs", s.listKeyPairs, roleProjectReader},
-		{post, nova + "/os-keypairs", s.createKeyPair, roleProjectMember},
-		{get, nova + "/os-keypairs/:name", s.getKeyPair, roleProjectReader},
-		{del, nova + "/os-keypairs/:name", s.deleteKeyPair, roleProjectMember},
-
-		// Server actions and renames, carried out by the owner host (actions.go).
-		{post, nova + "/servers/:id/action", s.serverAction, roleProjectMember},
-		{put, nova + "/servers/:id", s.updateServer, roleProjectMember},
+		// Placement, read only: corral keeps the providers itself (api/placement).
+		{get, pl, p.Root, readers, nil},
+		{get, pl + "/", p.Root, readers, nil},
+		{get, pl + "/resource_providers", p.ListProviders, readers, nil},
+		{get, pl + "/resource_providers/:uuid", p.GetProvider, readers, nil},
+		{get, pl + "/resource_providers/:uuid/inventories", p.Inventories, readers, nil},
+		{get, pl + "/resource_providers/:uuid/inventories/:rc", p.Inventory, readers, nil},
+		{get, pl + "/resource_providers/:uuid/usages", p.Usages, readers, nil},
+		{get, pl + "/resource_providers/:uuid/traits", p.ProviderTraits, readers, nil},
+		{get, pl + "/resource_providers/:uuid/aggregates", p.Aggregates, readers, nil},
+		{get, pl + "/resource_providers/:uuid/allocations", p.ProviderAllocations, readers, nil},
+		{get, pl + "/allocations/:consumer", p.ConsumerAllocations, readers, nil},
+		{get, pl + "/allocation_candidates", p.AllocationCandidates, readers, nil},
+		{get, pl + "/usages", p.ProjectUsages, readers, nil},
+		{get, pl + "/traits", p.Traits, readers, nil},
+		{get, pl + "/resource_classes", p.ResourceClasses, readers, nil},
+		{post, pl + "/*", placement.RefuseWrite, admins, nil},
+		{put, pl + "/*", placement.RefuseWrite, admins, nil},
+		{del, pl + "/*", placement.RefuseWrite, admins, nil},
+		{patch, pl + "/*", placement.RefuseWrite, admins, nil},
 	}
 }
 
-// mount registers the route table. Compute and placement routes go into
+// mount registers the route table. Compute and Placement routes go into
 // echo groups whose middleware negotiates the microversion, also for the
 // group's unknown paths.
 func (s *Server) mount() {
-	groups := []struct {
-		prefix string
-		g      *echo.Group
-	}{
-		{novaPrefix, s.e.Group(novaPrefix, s.novaVersionMiddleware)},
-		{placementPrefix, s.e.Group(placementPrefix, s.placementVersionMiddleware)},
-	}
-	s.roles = map[string]Role{}
+	s.core.Group(wire.ComputePrefix, nova.VersionMiddleware)
+	s.core.Group(wire.PlacementPrefix, placement.VersionMiddleware)
 	for _, r := range s.routeTable() {
-		s.roles[r.method+" "+r.path] = r.role
-		add, path := s.e.Add, r.path
-		for _, g := range groups {
-			if rest, ok := strings.CutPrefix(r.path, g.prefix); ok {
-				add, path = g.g.Add, rest
-				break
-			}
-		}
-		add(r.method, path, r.handler)
+		s.core.Route(r.method, r.path, r.role, r.handler)
 	}
+	s.document = s.openAPIDoc()
 }

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/wire"
 )
 
 // TestRouteTableRoles holds every route to the role its table line names:
@@ -22,7 +25,7 @@ func TestRouteTableRoles(t *testing.T) {
 	h := clustertest.Start(t, 1, clustertest.Options{})
 	p := h.Leader(10 * time.Second)
 	s, err := New(Config{
-		Tokens:   map[string]Role{"admin": RoleAdmin, "reader": RoleReader},
+		Tokens:   map[string]core.Role{"admin": core.RoleAdmin, "reader": core.RoleReader},
 		Registry: p.Registry, Gatherer: p.Registry, Logger: slog.New(slog.DiscardHandler),
 	}, p.Node)
 	if err != nil {
@@ -75,22 +78,22 @@ func TestRouteTableRoles(t *testing.T) {
 			return resp.StatusCode
 		}
 		switch r.role {
-		case rolePublic:
+		case core.RolePublic:
 			if code := send(""); code == http.StatusUnauthorized || code == http.StatusForbidden {
 				t.Errorf("public %s without a token: %d", key, code)
 			}
-		case RoleReader, roleProjectReader: // the same for static tokens
+		case core.RoleReader, core.RoleProjectReader: // the same for static tokens
 			if code := send(""); code != http.StatusUnauthorized {
 				t.Errorf("%s without a token: %d, want 401", key, code)
 			}
 			if code := send("reader"); code == http.StatusUnauthorized || code == http.StatusForbidden {
 				t.Errorf("reader %s: %d", key, code)
 			}
-		case RoleAdmin, roleProjectMember: // the same for static tokens
+		case core.RoleAdmin, core.RoleProjectMember: // the same for static tokens
 			if code := send("reader"); code != http.StatusForbidden {
 				t.Errorf("reader %s: %d, want 403", key, code)
 			}
-		case rolePeer: // no user's token, whatever its role
+		case core.RolePeer: // no user's token, whatever its role
 			for _, tok := range []string{"", "reader", "admin"} {
 				if code := send(tok); code != http.StatusForbidden {
 					t.Errorf("token %q on the peers' %s: %d, want 403", tok, key, code)
@@ -102,5 +105,14 @@ func TestRouteTableRoles(t *testing.T) {
 	}
 	if p.Node.Store().Digest() != before {
 		t.Error("requests refused by role changed the state")
+	}
+}
+
+// TestOperatorPathsAgree: the cluster still names the operator endpoints
+// it relays to the leader; the route table mounts them at the wire
+// package's paths, which clients call. The two must be the same.
+func TestOperatorPathsAgree(t *testing.T) {
+	if wire.RemovePeerPath != cluster.RemovePeerPath || wire.SnapshotPath != cluster.SnapshotPath {
+		t.Fatalf("wire %s, %s; cluster %s, %s", wire.RemovePeerPath, wire.SnapshotPath, cluster.RemovePeerPath, cluster.SnapshotPath)
 	}
 }

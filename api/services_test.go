@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/placement"
+	"github.com/corral-dev/corral/wire"
 )
 
 func mv(v string) map[string]string {
@@ -224,7 +224,7 @@ func hypervisorEnv(t *testing.T) (e *env, held, free string) {
 	body := `{"id": "` + inst + `", "name": "db-1", "image_ref": "http://images/db.qcow2", "node_uuid": "` + held + `",
 		"allocation_uuid": "` + inst + `", "flavor": {"id": "bm", "name": "bm", "vcpus": 1, "ram": 1, "disk": 1,
 		"extra_specs": {"resources:CUSTOM_BAREMETAL": "1"}}}`
-	if r := do(t, e.ts, http.MethodPost, api.AdoptServerPath, adminToken, body, nil); r.code != http.StatusCreated {
+	if r := do(t, e.ts, http.MethodPost, wire.AdoptServerPath, adminToken, body, nil); r.code != http.StatusCreated {
 		t.Fatalf("adopt: %s", r)
 	}
 	e.propose(&fsm.RegisterHost{Name: "kvm-1", RaftAddr: "127.0.0.99:1", APIAddr: "127.0.0.99:2", Kind: fsm.KindHypervisor})

@@ -1,6 +1,8 @@
-// Package client is a small Go client for corral's HTTP API, used by the
-// CLI and by tests that drive real agents. It imports nothing but the
-// standard library, so any program can use it.
+// Package client is the Go client of corral's HTTP API, used by the CLI,
+// the upgrade tool and tests that drive real agents: a JSON transport
+// (Do, Raw) and typed calls on top of it (servers.go, flavors.go,
+// admin.go) that send and decode the wire package's types. It imports
+// nothing but the standard library and wire, so any program can use it.
 package client
 
 import (
@@ -13,6 +15,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/corral-dev/corral/wire"
 )
 
 // Client talks to one corral peer.
@@ -22,6 +26,12 @@ type Client struct {
 	HTTP  *http.Client
 	// Headers are added to every request (e.g. a compute microversion).
 	Headers map[string]string
+	// Consistency, when set, is the ?consistency= of the typed reads:
+	// stale, default or linearizable.
+	Consistency string
+	// ComputeVersion is the compute microversion of the typed compute
+	// calls (default wire.ComputeVersion), unless Headers names one.
+	ComputeVersion string
 }
 
 // New returns a client for addr ("host:port" or a URL).
@@ -56,6 +66,11 @@ func IsStatus(err error, status int) bool {
 
 // Do sends a JSON request and decodes a JSON answer into out (if not nil).
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	return c.do(ctx, method, path, in, out, nil)
+}
+
+// do is Do with headers of its own, which Headers does not override.
+func (c *Client) do(ctx context.Context, method, path string, in, out any, hdr map[string]string) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -77,6 +92,11 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	}
 	for k, v := range c.Headers {
 		req.Header.Set(k, v)
+	}
+	for k, v := range hdr {
+		if _, set := c.Headers[k]; !set {
+			req.Header.Set(k, v)
+		}
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -107,18 +127,13 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 func decodeError(resp *http.Response, raw []byte) error {
 	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-OpenStack-Request-Id")}
 	var native struct {
-		Error *struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error *wire.ErrorDetail `json:"error"`
 	}
 	if json.Unmarshal(raw, &native) == nil && native.Error != nil {
 		e.Kind, e.Message = native.Error.Kind, native.Error.Message
 		return e
 	}
-	var nova map[string]struct {
-		Message string `json:"message"`
-	}
+	var nova map[string]wire.NovaError
 	if json.Unmarshal(raw, &nova) == nil {
 		for k, v := range nova {
 			e.Kind, e.Message = k, v.Message

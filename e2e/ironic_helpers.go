@@ -21,10 +21,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic/contract"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/wire"
 )
 
 // ComputeMicroversion is the compute API version the e2e clients speak: it
@@ -257,7 +257,7 @@ func AwaitNodes(t testing.TB, a *Agent, ids []string, timeout time.Duration) {
 	t.Helper()
 	Eventually(t, timeout, func() error {
 		var body struct {
-			Nodes []api.NodeView `json:"nodes"`
+			Nodes []fsm.Node `json:"nodes"` // the mirror's own type, for Available
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -287,8 +287,8 @@ func Reservations(ctx context.Context, a *Agent) ([]fsm.Reservation, error) {
 }
 
 // Hosts reads the hosts with their server counts and the capacity.
-func Hosts(ctx context.Context, a *Agent) (api.HostsResponse, error) {
-	var body api.HostsResponse
+func Hosts(ctx context.Context, a *Agent) (wire.HostsResponse, error) {
+	var body wire.HostsResponse
 	err := a.Client().Do(ctx, http.MethodGet, "/v1/hosts?consistency=linearizable", nil, &body)
 	return body, err
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/wire"
 )
 
 // TestServersRealIronic builds and deletes servers through three real
@@ -268,7 +268,7 @@ func checkReservations(ctx context.Context, t *testing.T, a *Agent, want map[str
 }
 
 // checkCapacity asserts the cluster-wide capacity of one Ironic class.
-func checkCapacity(t *testing.T, caps []api.Capacity, class string, total, used int) {
+func checkCapacity(t *testing.T, caps []wire.Capacity, class string, total, used int) {
 	t.Helper()
 	for _, c := range caps {
 		if c.IronicClass == class {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 )
@@ -94,12 +95,12 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		return nil, err
 	}
 	a := &agent{cfg: cfg, log: logger, node: node, served: make(chan error, 1), left: make(chan struct{}), reg: reg}
-	tokens := map[string]api.Role{}
+	tokens := map[string]core.Role{}
 	for _, t := range cfg.ReaderTokens {
-		tokens[t] = api.RoleReader
+		tokens[t] = core.RoleReader
 	}
 	for _, t := range cfg.AdminTokens {
-		tokens[t] = api.RoleAdmin
+		tokens[t] = core.RoleAdmin
 	}
 	// The peer token is no user's credential: only the peers' endpoints
 	// take it, through Peers.

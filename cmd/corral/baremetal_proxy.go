@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/api/nova"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/ironic"
 )
@@ -37,7 +38,7 @@ type baremetalSource struct {
 	p       atomic.Pointer[ironic.Client]
 }
 
-var _ api.BaremetalNodes = (*baremetalSource)(nil)
+var _ nova.BaremetalNodes = (*baremetalSource)(nil)
 
 // newBaremetalSource forwards callers' tokens when Ironic judges Keystone
 // tokens (auth_type password) and baremetal_proxy_auth is user.
@@ -68,15 +69,15 @@ func (b *baremetalSource) refused(token string, err error) error {
 	}
 	switch ironic.StatusOf(err) {
 	case http.StatusUnauthorized:
-		return fmt.Errorf("%w: Ironic refused your token: %w", api.ErrUnauthorized, err)
+		return fmt.Errorf("%w: Ironic refused your token: %w", core.ErrUnauthorized, err)
 	case http.StatusForbidden:
-		return fmt.Errorf("%w: Ironic's policy does not let your token do this: %w", api.ErrForbidden, err)
+		return fmt.Errorf("%w: Ironic's policy does not let your token do this: %w", core.ErrForbidden, err)
 	}
 	return err
 }
 
-// BaremetalNodes implements api.BaremetalNodes.
-func (b *baremetalSource) BaremetalNodes(ctx context.Context, token string) ([]api.BaremetalNode, error) {
+// BaremetalNodes implements nova.BaremetalNodes.
+func (b *baremetalSource) BaremetalNodes(ctx context.Context, token string) ([]nova.BaremetalNode, error) {
 	ib, err := b.get(token)
 	if err != nil {
 		return nil, err
@@ -85,22 +86,22 @@ func (b *baremetalSource) BaremetalNodes(ctx context.Context, token string) ([]a
 	return nodes, b.refused(token, err)
 }
 
-// BaremetalNode implements api.BaremetalNodes.
-func (b *baremetalSource) BaremetalNode(ctx context.Context, id, token string) (api.BaremetalNode, error) {
+// BaremetalNode implements nova.BaremetalNodes.
+func (b *baremetalSource) BaremetalNode(ctx context.Context, id, token string) (nova.BaremetalNode, error) {
 	ib, err := b.get(token)
 	if err != nil {
-		return api.BaremetalNode{}, err
+		return nova.BaremetalNode{}, err
 	}
 	n, err := ib.BaremetalNode(ctx, id)
 	return n, b.refused(token, err)
 }
 
-func baremetalFromNode(n ironic.Node, ports []ironic.Port) api.BaremetalNode {
+func baremetalFromNode(n ironic.Node, ports []ironic.Port) nova.BaremetalNode {
 	num := func(k string) int64 {
 		v, _ := strconv.ParseFloat(strings.TrimSpace(n.Properties[k]), 64)
 		return int64(v)
 	}
-	out := api.BaremetalNode{UUID: n.UUID, ProvisionState: n.ProvisionState, InstanceUUID: n.InstanceUUID,
+	out := nova.BaremetalNode{UUID: n.UUID, ProvisionState: n.ProvisionState, InstanceUUID: n.InstanceUUID,
 		CPUs: num("cpus"), MemoryMB: num("memory_mb"), LocalGB: num("local_gb")}
 	for _, p := range ports {
 		out.MACs = append(out.MACs, p.Address)
@@ -109,7 +110,7 @@ func baremetalFromNode(n ironic.Node, ports []ironic.Port) api.BaremetalNode {
 }
 
 // BaremetalNodes lists every node with its ports.
-func (b ironicBaremetal) BaremetalNodes(ctx context.Context) ([]api.BaremetalNode, error) {
+func (b ironicBaremetal) BaremetalNodes(ctx context.Context) ([]nova.BaremetalNode, error) {
 	nodes, err := b.ir.ListNodes(ctx)
 	if err != nil {
 		return nil, err
@@ -122,7 +123,7 @@ func (b ironicBaremetal) BaremetalNodes(ctx context.Context) ([]api.BaremetalNod
 	for _, p := range ports {
 		byNode[p.NodeUUID] = append(byNode[p.NodeUUID], p)
 	}
-	out := make([]api.BaremetalNode, 0, len(nodes))
+	out := make([]nova.BaremetalNode, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, baremetalFromNode(n, byNode[n.UUID]))
 	}
@@ -130,17 +131,17 @@ func (b ironicBaremetal) BaremetalNodes(ctx context.Context) ([]api.BaremetalNod
 }
 
 // BaremetalNode reads one node with its ports.
-func (b ironicBaremetal) BaremetalNode(ctx context.Context, id string) (api.BaremetalNode, error) {
+func (b ironicBaremetal) BaremetalNode(ctx context.Context, id string) (nova.BaremetalNode, error) {
 	n, err := b.ir.GetNode(ctx, id)
 	if errors.Is(err, ironic.ErrNotFound) {
-		return api.BaremetalNode{}, fmt.Errorf("%w: %w", api.ErrBaremetalNodeNotFound, err)
+		return nova.BaremetalNode{}, fmt.Errorf("%w: %w", nova.ErrBaremetalNodeNotFound, err)
 	}
 	if err != nil {
-		return api.BaremetalNode{}, err
+		return nova.BaremetalNode{}, err
 	}
 	ports, err := b.ir.ListPorts(ctx, n.UUID)
 	if err != nil {
-		return api.BaremetalNode{}, err
+		return nova.BaremetalNode{}, err
 	}
 	return baremetalFromNode(n, ports), nil
 }

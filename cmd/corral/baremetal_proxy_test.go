@@ -9,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/api/nova"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/sim"
@@ -62,12 +63,12 @@ func TestBaremetalSource(t *testing.T) {
 	if !forwarded {
 		t.Fatal("the caller's token did not reach Ironic")
 	}
-	if _, err := src.BaremetalNode(ctx, "00000000-0000-4000-8000-000000000000", ""); !errors.Is(err, api.ErrBaremetalNodeNotFound) {
+	if _, err := src.BaremetalNode(ctx, "00000000-0000-4000-8000-000000000000", ""); !errors.Is(err, nova.ErrBaremetalNodeNotFound) {
 		t.Fatalf("unknown node: %v", err)
 	}
 	// Ironic's refusal of a forwarded token is the caller's: 403.
-	if _, err := src.BaremetalNodes(ctx, "refused-token"); !errors.Is(err, api.ErrForbidden) {
-		t.Fatalf("Ironic refused the caller's token: %v, want api.ErrForbidden", err)
+	if _, err := src.BaremetalNodes(ctx, "refused-token"); !errors.Is(err, core.ErrForbidden) {
+		t.Fatalf("Ironic refused the caller's token: %v, want core.ErrForbidden", err)
 	}
 	// Without forwarding, the caller's token is not Ironic's business.
 	noFwd := &baremetalSource{}

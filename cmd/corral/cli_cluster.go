@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/corral-dev/corral/api"
-	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/wire"
 )
 
 func newMembersCmd(o *cliOpts) *cobra.Command {
@@ -17,10 +17,11 @@ func newMembersCmd(o *cliOpts) *cobra.Command {
 		Short: "List the peers: gossip status and raft role",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var resp api.MembersResponse
-			if err := o.get(cmd.Context(), "/v1/cluster/members", &resp); err != nil {
+			members, err := o.client().Members(cmd.Context())
+			if err != nil {
 				return err
 			}
+			resp := wire.MembersResponse{Members: members}
 			var rows [][]string
 			for _, m := range resp.Members {
 				leader := ""
@@ -41,8 +42,8 @@ func newRaftCmd(o *cliOpts) *cobra.Command {
 		Short: "Show this peer's view of raft",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var st cluster.RaftStatus
-			if err := o.get(cmd.Context(), "/v1/cluster/raft", &st); err != nil {
+			st, err := o.client().RaftStatus(cmd.Context())
+			if err != nil {
 				return err
 			}
 			u := func(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -59,21 +60,21 @@ func newRaftCmd(o *cliOpts) *cobra.Command {
 
 func newHostCmd(o *cliOpts) *cobra.Command {
 	c := &cobra.Command{Use: "host", Short: "Compute host commands"}
-	c.AddCommand(hostActionCmd(o, "drain", "Stop placing servers on a host and move its servers away"),
-		hostActionCmd(o, "undrain", "Let a drained host take servers again"),
-		hostActionCmd(o, "force-down", "Mark a host known to be dead down now; its servers move"))
+	c.AddCommand(hostActionCmd(o, "drain", "Stop placing servers on a host and move its servers away", (*client.Client).DrainHost),
+		hostActionCmd(o, "undrain", "Let a drained host take servers again", (*client.Client).UndrainHost),
+		hostActionCmd(o, "force-down", "Mark a host known to be dead down now; its servers move", (*client.Client).ForceDownHost))
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List compute hosts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var resp api.HostsResponse
-			if err := o.get(cmd.Context(), "/v1/hosts", &resp); err != nil {
+			resp, err := o.client().ListHosts(cmd.Context())
+			if err != nil {
 				return err
 			}
 			var rows [][]string
 			for _, h := range resp.Hosts {
-				rows = append(rows, []string{h.Name, h.Kind, string(h.Status), strconv.Itoa(h.Servers), h.APIAddr,
+				rows = append(rows, []string{h.Name, h.Kind, h.Status, strconv.Itoa(h.Servers), h.APIAddr,
 					h.ChangedAt.Format("2006-01-02T15:04:05Z")})
 			}
 			if err := o.render(cmd.OutOrStdout(), resp, []string{"Name", "Kind", "Status", "Servers", "API", "Changed"}, rows); err != nil || o.format == "json" {
@@ -92,13 +93,12 @@ func newHostCmd(o *cliOpts) *cobra.Command {
 		Short: "Show one compute host",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var resp api.HostResponse
-			if err := o.get(cmd.Context(), "/v1/hosts/"+args[0], &resp); err != nil {
+			h, err := o.client().GetHost(cmd.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			h := resp.Host
-			return o.renderFields(cmd.OutOrStdout(), resp, [][2]string{
-				{"name", h.Name}, {"kind", h.Kind}, {"status", string(h.Status)}, {"api_address", h.APIAddr},
+			return o.renderFields(cmd.OutOrStdout(), wire.HostResponse{Host: h}, [][2]string{
+				{"name", h.Name}, {"kind", h.Kind}, {"status", h.Status}, {"api_address", h.APIAddr},
 				{"raft_address", h.RaftAddr}, {"gossip_address", h.GossipAddr},
 				{"joined_at", h.JoinedAt.String()}, {"changed_at", h.ChangedAt.String()},
 			})
@@ -113,11 +113,11 @@ func newLeaveCmd(o *cliOpts) *cobra.Command {
 		Short: "Make the peer at --addr leave the cluster cleanly and exit",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var resp map[string]string
-			if err := o.client().Do(cmd.Context(), "POST", "/v1/agent/leave", nil, &resp); err != nil {
+			resp, err := o.client().Leave(cmd.Context())
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "peer %s is leaving the cluster\n", resp["peer"])
+			fmt.Fprintf(cmd.OutOrStdout(), "peer %s is leaving the cluster\n", resp.Peer)
 			return nil
 		},
 	}

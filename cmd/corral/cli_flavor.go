@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,24 +12,8 @@ import (
 
 	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/wire"
 )
-
-const flavorsPath = "/compute/v2.1/flavors"
-
-// novaFlavor is the subset of Nova's flavor the CLI shows.
-type novaFlavor struct {
-	ID          string            `json:"id"`
-	Name        string            `json:"name"`
-	RAM         int               `json:"ram"`
-	Disk        int               `json:"disk"`
-	VCPUs       int               `json:"vcpus"`
-	Ephemeral   int               `json:"OS-FLV-EXT-DATA:ephemeral"`
-	Swap        int               `json:"swap"`
-	RxTxFactor  float64           `json:"rxtx_factor"`
-	IsPublic    bool              `json:"os-flavor-access:is_public"`
-	Description *string           `json:"description"`
-	ExtraSpecs  map[string]string `json:"extra_specs"`
-}
 
 func parseProperties(props []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -68,32 +51,29 @@ func newFlavorCreateCmd(o *cliOpts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := map[string]any{"name": args[0], "vcpus": vcpus, "ram": ram, "disk": disk,
-				"OS-FLV-EXT-DATA:ephemeral": ephemeral, "swap": swap, "os-flavor-access:is_public": !private}
+			body := wire.FlavorCreate{Name: new(args[0]), VCPUs: new(vcpus), RAM: new(ram), Disk: new(disk),
+				Ephemeral: new(ephemeral), Swap: new(swap), IsPublic: new(!private)}
 			if rxtx != 0 {
-				body["rxtx_factor"] = rxtx
+				body.RxTxFactor = new(rxtx)
 			}
 			if id != "" {
-				body["id"] = id
+				body.ID = new(id)
 			}
 			if desc != "" {
-				body["description"] = desc
-			}
-			var resp struct {
-				Flavor novaFlavor `json:"flavor"`
+				body.Description = new(desc)
 			}
 			cl := o.client()
-			if err := cl.Do(cmd.Context(), "POST", flavorsPath, map[string]any{"flavor": body}, &resp); err != nil {
+			f, err := cl.CreateFlavor(cmd.Context(), body)
+			if err != nil {
 				return err
 			}
 			if len(specs) > 0 {
-				if err := cl.Do(cmd.Context(), "POST", flavorsPath+"/"+url.PathEscape(resp.Flavor.ID)+"/os-extra_specs",
-					map[string]any{"extra_specs": specs}, nil); err != nil {
-					return fmt.Errorf("flavor %s created, but setting its properties failed: %w", resp.Flavor.ID, err)
+				if err := cl.SetFlavorExtraSpecs(cmd.Context(), f.ID, specs); err != nil {
+					return fmt.Errorf("flavor %s created, but setting its properties failed: %w", f.ID, err)
 				}
-				resp.Flavor.ExtraSpecs = specs
+				f.ExtraSpecs = specs
 			}
-			return o.showFlavor(cmd, resp.Flavor)
+			return o.showFlavor(cmd, f)
 		},
 	}
 	f := cmd.Flags()
@@ -110,7 +90,7 @@ func newFlavorCreateCmd(o *cliOpts) *cobra.Command {
 	return cmd
 }
 
-func (o *cliOpts) showFlavor(cmd *cobra.Command, f novaFlavor) error {
+func (o *cliOpts) showFlavor(cmd *cobra.Command, f wire.Flavor) error {
 	keys := make([]string, 0, len(f.ExtraSpecs))
 	for k := range f.ExtraSpecs {
 		keys = append(keys, k)
@@ -140,16 +120,11 @@ func newFlavorListCmd(o *cliOpts) *cobra.Command {
 		Short: "List flavors",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path := flavorsPath + "/detail"
-			if all {
-				path += "?is_public=none"
-			}
-			var resp struct {
-				Flavors []novaFlavor `json:"flavors"`
-			}
-			if err := o.get(cmd.Context(), path, &resp); err != nil {
+			flavors, err := o.client().ListFlavors(cmd.Context(), client.FlavorQuery{All: all})
+			if err != nil {
 				return err
 			}
+			resp := wire.FlavorsResponse{Flavors: flavors}
 			var rows [][]string
 			for _, f := range resp.Flavors {
 				rows = append(rows, []string{f.ID, f.Name, strconv.Itoa(f.RAM), strconv.Itoa(f.Disk),
@@ -163,29 +138,25 @@ func newFlavorListCmd(o *cliOpts) *cobra.Command {
 }
 
 // findFlavor resolves an id or, failing that, a unique name.
-func (o *cliOpts) findFlavor(ctx context.Context, ref string) (novaFlavor, error) {
-	var one struct {
-		Flavor novaFlavor `json:"flavor"`
-	}
-	err := o.get(ctx, flavorsPath+"/"+url.PathEscape(ref), &one)
+func (o *cliOpts) findFlavor(ctx context.Context, ref string) (wire.Flavor, error) {
+	cl := o.client()
+	f, err := cl.GetFlavor(ctx, ref)
 	if err == nil {
-		return one.Flavor, nil
+		return f, nil
 	}
 	if !client.IsStatus(err, http.StatusNotFound) {
-		return novaFlavor{}, err
+		return wire.Flavor{}, err
 	}
-	var all struct {
-		Flavors []novaFlavor `json:"flavors"`
+	all, err := cl.ListFlavors(ctx, client.FlavorQuery{All: true})
+	if err != nil {
+		return wire.Flavor{}, err
 	}
-	if err := o.get(ctx, flavorsPath+"/detail?is_public=none", &all); err != nil {
-		return novaFlavor{}, err
-	}
-	for _, f := range all.Flavors {
+	for _, f := range all {
 		if f.Name == ref {
 			return f, nil
 		}
 	}
-	return novaFlavor{}, &exitError{code: 1, err: fmt.Errorf("no flavor with id or name %q (see `corral flavor list --all`)", ref)}
+	return wire.Flavor{}, &exitError{code: 1, err: fmt.Errorf("no flavor with id or name %q (see `corral flavor list --all`)", ref)}
 }
 
 func newFlavorShowCmd(o *cliOpts) *cobra.Command {
@@ -214,7 +185,7 @@ func newFlavorDeleteCmd(o *cliOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := o.client().Do(cmd.Context(), "DELETE", flavorsPath+"/"+url.PathEscape(f.ID), nil, nil); err != nil {
+				if err := o.client().DeleteFlavor(cmd.Context(), f.ID); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted flavor %s (%s)\n", f.ID, f.Name)
@@ -242,15 +213,14 @@ func newFlavorSetCmd(o *cliOpts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			base := flavorsPath + "/" + url.PathEscape(f.ID) + "/os-extra_specs"
 			cl := o.client()
 			if len(specs) > 0 {
-				if err := cl.Do(cmd.Context(), "POST", base, map[string]any{"extra_specs": specs}, nil); err != nil {
+				if err := cl.SetFlavorExtraSpecs(cmd.Context(), f.ID, specs); err != nil {
 					return err
 				}
 			}
 			for _, k := range unset {
-				if err := cl.Do(cmd.Context(), "DELETE", base+"/"+url.PathEscape(k), nil, nil); err != nil {
+				if err := cl.DeleteFlavorExtraSpec(cmd.Context(), f.ID, k); err != nil {
 					return err
 				}
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/cluster"
 )
 
@@ -51,13 +50,13 @@ the next one. Each peer keeps its keyring in its data dir (gossip.keyring).`,
 				if _, err := cluster.ParseGossipKey(args[0]); err != nil {
 					return &exitError{code: 2, err: err}
 				}
-				return o.keyring(cmd, method, &api.KeyringRequest{Key: args[0]})
+				return o.keyring(cmd, method, args[0])
 			},
 		}
 	}
 	list := &cobra.Command{
 		Use: "list", Short: "List the keys each peer holds, and the primary key", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.keyring(cmd, http.MethodGet, nil) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.keyring(cmd, http.MethodGet, "") },
 	}
 	cmd.AddCommand(list,
 		op("install", "Add a key to every peer's keyring (accepted for incoming gossip)", http.MethodPost),
@@ -66,13 +65,9 @@ the next one. Each peer keeps its keyring in its data dir (gossip.keyring).`,
 	return cmd
 }
 
-func (o *cliOpts) keyring(cmd *cobra.Command, method string, req *api.KeyringRequest) error {
-	var resp api.KeyringResponse
-	var in any
-	if req != nil {
-		in = req
-	}
-	if err := o.client().Do(cmd.Context(), method, api.KeyringPath, in, &resp); err != nil {
+func (o *cliOpts) keyring(cmd *cobra.Command, method, key string) error {
+	resp, err := o.client().Keyring(cmd.Context(), method, key)
+	if err != nil {
 		return err
 	}
 	// Keys, each with the peers that hold it and those that use it.

@@ -12,8 +12,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/wire"
 )
 
 // Exit codes of the Ironic flavor migration, as nova-manage's.
@@ -53,12 +53,7 @@ than one server on a node, 3 bad arguments.`,
 				return &exitError{code: migrateBadArgs, err: fmt.Errorf("--batch-size must be 1..%d", migrateBatchLimit)}
 			}
 			cl := o.client()
-			var sel struct {
-				ResourceClass string                `json:"resource_class"`
-				Servers       []api.MigrationServer `json:"servers"`
-			}
-			err := cl.Do(cmd.Context(), http.MethodPost, "/v1/manage/ironic-flavor-migration",
-				api.MigrationRequest{ResourceClass: rc, All: all, Host: host, Node: node}, &sel)
+			sel, err := cl.SelectFlavorMigration(cmd.Context(), wire.MigrationRequest{ResourceClass: rc, All: all, Host: host, Node: node})
 			switch {
 			case client.IsStatus(err, http.StatusNotFound):
 				return &exitError{code: migrateNotFound, err: err}
@@ -92,11 +87,8 @@ than one server on a node, 3 bad arguments.`,
 			done := 0
 			for len(todo) > 0 {
 				k := min(batch, len(todo))
-				var res struct {
-					Migrated int `json:"migrated"`
-				}
-				if err := cl.Do(cmd.Context(), http.MethodPost, "/v1/manage/ironic-flavor-migration",
-					api.MigrationRequest{ResourceClass: rc, ServerIDs: todo[:k]}, &res); err != nil {
+				res, err := cl.MigrateFlavors(cmd.Context(), rc, todo[:k])
+				if err != nil {
 					return fmt.Errorf("after %d servers migrated: %w", done, err)
 				}
 				done += res.Migrated

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/cluster"
 )
 
@@ -23,8 +21,7 @@ peer that gossip shows alive is refused: stop it first, or run
 ` + "`corral leave`" + ` on it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := o.client().Do(cmd.Context(), http.MethodPost, cluster.RemovePeerPath, api.RemovePeerRequest{Name: args[0]}, nil)
-			if err != nil {
+			if err := o.client().RemovePeer(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s from the raft configuration\n", args[0])

@@ -1,40 +1,38 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/wire"
 )
 
 // hostActionCmd is `corral host drain|undrain|force-down NAME`.
-func hostActionCmd(o *cliOpts, action, short string) *cobra.Command {
+func hostActionCmd(o *cliOpts, action, short string, call func(*client.Client, context.Context, string) (wire.HostView, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   action + " NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var resp api.HostResponse
-			if err := o.client().Do(cmd.Context(), http.MethodPost, "/v1/hosts/"+url.PathEscape(args[0])+"/"+action, nil, &resp); err != nil {
+			h, err := call(o.client(), cmd.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			h := resp.Host
-			return o.renderFields(cmd.OutOrStdout(), resp, [][2]string{
-				{"name", h.Name}, {"status", string(h.Status)}, {"drained", strconv.FormatBool(h.Drained)},
+			return o.renderFields(cmd.OutOrStdout(), wire.HostResponse{Host: h}, [][2]string{
+				{"name", h.Name}, {"status", h.Status}, {"drained", strconv.FormatBool(h.Drained)},
 				{"servers", strconv.Itoa(h.Servers)},
 			})
 		},
 	}
 }
 
-func (o *cliOpts) renderOwner(cmd *cobra.Command, resp map[string]api.OwnerView) error {
-	ow := resp["owner"]
-	return o.renderFields(cmd.OutOrStdout(), resp, [][2]string{
+func (o *cliOpts) renderOwner(cmd *cobra.Command, ow wire.OwnerView) error {
+	return o.renderFields(cmd.OutOrStdout(), wire.OwnerResponse{Owner: ow}, [][2]string{
 		{"server", ow.ServerID}, {"host", ow.Host}, {"host_up", strconv.FormatBool(ow.HostUp)},
 		{"epoch", strconv.FormatUint(ow.Epoch, 10)}, {"set_at_index", strconv.FormatUint(ow.Index, 10)},
 		{"reason", ow.Reason}, {"since", ow.Since}, {"status", ow.Status}, {"task_state", ow.Task}, {"node", ow.Node},
@@ -51,11 +49,11 @@ func newServerOwnerCmd(o *cliOpts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp map[string]api.OwnerView
-			if err := o.get(cmd.Context(), "/v1/servers/"+url.PathEscape(s.ID)+"/owner", &resp); err != nil {
+			ow, err := o.client().ServerOwner(cmd.Context(), s.ID)
+			if err != nil {
 				return err
 			}
-			return o.renderOwner(cmd, resp)
+			return o.renderOwner(cmd, ow)
 		},
 	}
 }
@@ -74,12 +72,11 @@ func newServerMoveCmd(o *cliOpts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp map[string]api.OwnerView
-			if err := o.client().Do(cmd.Context(), http.MethodPost, "/v1/servers/"+url.PathEscape(s.ID)+"/move",
-				map[string]string{"host": host}, &resp); err != nil {
+			ow, err := o.client().MoveServer(cmd.Context(), s.ID, host)
+			if err != nil {
 				return err
 			}
-			return o.renderOwner(cmd, resp)
+			return o.renderOwner(cmd, ow)
 		},
 	}
 	cmd.Flags().StringVar(&host, "host", "", "the new owner")
@@ -97,12 +94,8 @@ func newPlanCmd(o *cliOpts) *cobra.Command {
 			if host == "" {
 				return &exitError{code: 2, err: fmt.Errorf("--host is required")}
 			}
-			var resp struct {
-				Host         string         `json:"host"`
-				Moves        []moveView     `json:"moves"`
-				ServersAfter map[string]int `json:"servers_after"`
-			}
-			if err := o.get(cmd.Context(), "/v1/plan/rebalance?host="+url.QueryEscape(host), &resp); err != nil {
+			resp, err := o.client().PlanRebalance(cmd.Context(), host)
+			if err != nil {
 				return err
 			}
 			var rows [][]string
@@ -128,11 +121,4 @@ func newPlanCmd(o *cliOpts) *cobra.Command {
 	rebalance.Flags().StringVar(&host, "host", "", "host whose death or drain to plan")
 	c.AddCommand(rebalance)
 	return c
-}
-
-type moveView struct {
-	ServerID  string `json:"server_id"`
-	FromHost  string `json:"from_host"`
-	FromEpoch uint64 `json:"from_epoch"`
-	ToHost    string `json:"to_host"`
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,52 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/wire"
 )
-
-const serversPath = "/compute/v2.1/servers"
-
-// novaServer is the subset of Nova's server view the CLI shows.
-type novaServer struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Status    string `json:"status"`
-	TaskState string `json:"OS-EXT-STS:task_state"`
-	Host      string `json:"OS-EXT-SRV-ATTR:host"`
-	Node      string `json:"OS-EXT-SRV-ATTR:hypervisor_hostname"`
-	Created   string `json:"created"`
-	Updated   string `json:"updated"`
-	Image     struct {
-		ID string `json:"id"`
-	} `json:"image"`
-	Flavor struct {
-		OriginalName string            `json:"original_name"`
-		VCPUs        int               `json:"vcpus"`
-		RAM          int               `json:"ram"`
-		Disk         int               `json:"disk"`
-		ExtraSpecs   map[string]string `json:"extra_specs"`
-	} `json:"flavor"`
-	Addresses map[string]any `json:"addresses"`
-	Fault     *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"fault"`
-}
-
-// serverClient asks for microversion 2.47, which shows the embedded flavor.
-func (o *cliOpts) serverDo(ctx context.Context, method, path string, in, out any) error {
-	c := o.client()
-	c.Headers = map[string]string{"OpenStack-API-Version": "compute 2.47"}
-	if method == http.MethodGet && o.consistency != "" {
-		sep := "?"
-		if strings.Contains(path, "?") {
-			sep = "&"
-		}
-		path += sep + "consistency=" + url.QueryEscape(o.consistency)
-	}
-	return c.Do(ctx, method, path, in, out)
-}
 
 func newServerCmd(o *cliOpts) *cobra.Command {
 	c := &cobra.Command{Use: "server", Short: "Server commands (Nova-compatible bare-metal servers)"}
@@ -84,29 +40,21 @@ func newServerCreateCmd(o *cliOpts) *cobra.Command {
 			}
 			// Without --network, "auto" as the openstack CLI sends it: the
 			// microversion the CLI speaks requires networks (2.37+).
-			body := map[string]any{"name": args[0], "flavorRef": f.ID, "imageRef": image, "networks": "auto"}
+			body := wire.ServerCreate{Name: args[0], FlavorRef: f.ID, ImageRef: image, Networks: wire.NetworksAuto}
 			if len(networks) > 0 {
-				var nets []map[string]string
-				for _, n := range networks {
-					nets = append(nets, map[string]string{"uuid": n})
-				}
-				body["networks"] = nets
+				body.Networks = wire.Networks(networks...)
 			}
-			var resp struct {
-				Server struct {
-					ID string `json:"id"`
-				} `json:"server"`
-			}
-			if err := o.serverDo(cmd.Context(), http.MethodPost, serversPath, map[string]any{"server": body}, &resp); err != nil {
+			created, err := o.client().CreateServer(cmd.Context(), body)
+			if err != nil {
 				return err
 			}
-			id := resp.Server.ID
+			id := created.ID
 			if wait {
-				if err := o.waitServer(cmd.Context(), id, func(s novaServer) bool { return s.Status != "BUILD" }); err != nil {
+				if err := o.waitServer(cmd.Context(), id, func(s wire.Server) bool { return s.Status != "BUILD" }); err != nil {
 					return err
 				}
 			}
-			s, err := o.getServer(cmd.Context(), id)
+			s, err := o.client().GetServer(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -121,28 +69,19 @@ func newServerCreateCmd(o *cliOpts) *cobra.Command {
 	return cmd
 }
 
-func (o *cliOpts) getServer(ctx context.Context, id string) (novaServer, error) {
-	var resp struct {
-		Server novaServer `json:"server"`
-	}
-	err := o.serverDo(ctx, http.MethodGet, serversPath+"/"+url.PathEscape(id), nil, &resp)
-	return resp.Server, err
-}
-
 // findServer resolves an id or, failing that, a unique name.
-func (o *cliOpts) findServer(ctx context.Context, ref string) (novaServer, error) {
-	s, err := o.getServer(ctx, ref)
+func (o *cliOpts) findServer(ctx context.Context, ref string) (wire.Server, error) {
+	cl := o.client()
+	s, err := cl.GetServer(ctx, ref)
 	if err == nil || !client.IsStatus(err, http.StatusNotFound) {
 		return s, err
 	}
-	var all struct {
-		Servers []novaServer `json:"servers"`
+	all, err := cl.ListServers(ctx, client.ServerQuery{})
+	if err != nil {
+		return wire.Server{}, err
 	}
-	if err := o.serverDo(ctx, http.MethodGet, serversPath+"/detail", nil, &all); err != nil {
-		return novaServer{}, err
-	}
-	var found []novaServer
-	for _, s := range all.Servers {
+	var found []wire.Server
+	for _, s := range all {
 		if s.Name == ref {
 			found = append(found, s)
 		}
@@ -151,15 +90,16 @@ func (o *cliOpts) findServer(ctx context.Context, ref string) (novaServer, error
 	case 1:
 		return found[0], nil
 	case 0:
-		return novaServer{}, &exitError{code: 1, err: fmt.Errorf("no server with id or name %q", ref)}
+		return wire.Server{}, &exitError{code: 1, err: fmt.Errorf("no server with id or name %q", ref)}
 	}
-	return novaServer{}, &exitError{code: 1, err: fmt.Errorf("%d servers are named %q: use the id", len(found), ref)}
+	return wire.Server{}, &exitError{code: 1, err: fmt.Errorf("%d servers are named %q: use the id", len(found), ref)}
 }
 
-func (o *cliOpts) waitServer(ctx context.Context, id string, done func(novaServer) bool) error {
+func (o *cliOpts) waitServer(ctx context.Context, id string, done func(wire.Server) bool) error {
+	cl := o.client()
 	deadline := time.Now().Add(30 * time.Minute)
 	for time.Now().Before(deadline) {
-		s, err := o.getServer(ctx, id)
+		s, err := cl.GetServer(ctx, id)
 		if client.IsStatus(err, http.StatusNotFound) {
 			return nil
 		}
@@ -178,7 +118,7 @@ func (o *cliOpts) waitServer(ctx context.Context, id string, done func(novaServe
 	return fmt.Errorf("server %s: gave up waiting", id)
 }
 
-func (o *cliOpts) showServer(cmd *cobra.Command, s novaServer) error {
+func (o *cliOpts) showServer(cmd *cobra.Command, s wire.Server) error {
 	keys := make([]string, 0, len(s.Flavor.ExtraSpecs))
 	for k := range s.Flavor.ExtraSpecs {
 		keys = append(keys, k)
@@ -213,23 +153,11 @@ func newServerListCmd(o *cliOpts) *cobra.Command {
 		Short: "List servers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			if status != "" {
-				q.Set("status", status)
-			}
-			if host != "" {
-				q.Set("host", host)
-			}
-			path := serversPath + "/detail"
-			if len(q) > 0 {
-				path += "?" + q.Encode()
-			}
-			var resp struct {
-				Servers []novaServer `json:"servers"`
-			}
-			if err := o.serverDo(cmd.Context(), http.MethodGet, path, nil, &resp); err != nil {
+			servers, err := o.client().ListServers(cmd.Context(), client.ServerQuery{Status: status, Host: host})
+			if err != nil {
 				return err
 			}
+			resp := wire.ServersResponse{Servers: servers}
 			var rows [][]string
 			for _, s := range resp.Servers {
 				rows = append(rows, []string{s.ID, s.Name, s.Status, s.TaskState, s.Flavor.OriginalName, s.Host, s.Node})
@@ -269,11 +197,11 @@ func newServerDeleteCmd(o *cliOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := o.serverDo(cmd.Context(), http.MethodDelete, serversPath+"/"+url.PathEscape(s.ID), nil, nil); err != nil {
+				if err := o.client().DeleteServer(cmd.Context(), s.ID); err != nil {
 					return err
 				}
 				if wait {
-					if err := o.waitServer(cmd.Context(), s.ID, func(novaServer) bool { return false }); err != nil {
+					if err := o.waitServer(cmd.Context(), s.ID, func(wire.Server) bool { return false }); err != nil {
 						return err
 					}
 				}
@@ -293,12 +221,11 @@ func newNodeCmd(o *cliOpts) *cobra.Command {
 		Short: "List the Ironic nodes as the cluster mirrors them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var resp struct {
-				Nodes []api.NodeView `json:"nodes"`
-			}
-			if err := o.get(cmd.Context(), "/v1/nodes", &resp); err != nil {
+			nodes, err := o.client().ListNodes(cmd.Context())
+			if err != nil {
 				return err
 			}
+			resp := wire.NodesResponse{Nodes: nodes}
 			var rows [][]string
 			for _, n := range resp.Nodes {
 				rows = append(rows, []string{n.UUID, n.Name, n.ResourceClass, n.ProvisionState, n.PowerState,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -21,7 +20,7 @@ func newSnapshotCmd(o *cliOpts) *cobra.Command {
 		Short: "Save a consistent snapshot of the replicated state, taken by the leader",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, _, err := o.client().Raw(cmd.Context(), http.MethodGet, cluster.SnapshotPath, nil)
+			raw, err := o.client().SaveSnapshot(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -103,13 +102,9 @@ is lost: use it for disaster recovery into a new cluster.`,
 			if _, _, _, err := cluster.ReadSnapshotFile(bytes.NewReader(raw)); err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("%s: %w; nothing was changed", args[0], err)}
 			}
-			out, _, err := o.client().Raw(cmd.Context(), http.MethodPost, cluster.SnapshotPath, bytes.NewReader(raw))
+			h, err := o.client().RestoreSnapshot(cmd.Context(), raw)
 			if err != nil {
 				return err
-			}
-			var h cluster.SnapshotHeader
-			if err := json.Unmarshal(out, &h); err != nil {
-				return fmt.Errorf("unreadable answer to the restore: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: index %d taken at %s by %s\n", args[0], h.Index, h.TakenAt.Format(time.RFC3339), h.TakenBy)
 			return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/ini.v1"
 
-	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/tlsutil"
@@ -74,7 +74,7 @@ type agentConfig struct {
 	// GossipKey is [gossip] encrypt (base64, from `corral keygen`).
 	GossipKey string
 	// Limits are [api] max_body_bytes, write_rate and write_burst.
-	Limits api.Limits
+	Limits core.Limits
 	// MetricsRequireAuth is [telemetry] metrics_require_auth.
 	MetricsRequireAuth bool
 	// DeadServerCleanupAfter is [raft] dead_server_cleanup_after (negative: off).
@@ -129,7 +129,7 @@ func defaultAgentConfig() agentConfig {
 			DeployTimeout: 30 * time.Minute, MaxVersion: "1.82", DeployWait: "watch", ProxyAuth: proxyAuthUser},
 		DeletedRetention:       cluster.DefaultDeletedRetention,
 		TLS:                    tlsutil.Files{VerifyOutgoing: true},
-		Limits:                 api.Limits{MaxBodyBytes: api.DefaultMaxBodyBytes},
+		Limits:                 core.Limits{MaxBodyBytes: core.DefaultMaxBodyBytes},
 		DeadServerCleanupAfter: cluster.DefaultDeadServerCleanupAfter,
 		Failover:               failoverConfig{DownGrace: 1500 * time.Millisecond, RefusedGrace: cluster.DefaultRefusedGrace, UpGrace: time.Second, FreezeFraction: 0.5},
 		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/nova"
 	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/glance"
 )
@@ -88,7 +88,7 @@ func (c *agentConfig) validateGlance() error {
 // once, so that an agent whose credentials Keystone refuses stops at start
 // (a Keystone that does not answer yet is only logged: the token is got on
 // first use).
-func (a *agent) images(reg prometheus.Registerer) (api.ImageService, error) {
+func (a *agent) images(reg prometheus.Registerer) (nova.ImageService, error) {
 	g := a.cfg.Glance
 	if g.URL == "" {
 		return nil, nil

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/tlsutil"
@@ -518,7 +518,7 @@ func TestConfigFullExample(t *testing.T) {
 		LegacyInventory:        true,
 		TLS:                    tlsutil.Files{VerifyIncoming: true},
 		GossipKey:              "3wLKQLmwNXe2aMW0MmFZCkhp7kY1tOJSXSL4uEl9i7Q=",
-		Limits:                 api.Limits{MaxBodyBytes: 2 << 20, WriteRate: 5, WriteBurst: 10},
+		Limits:                 core.Limits{MaxBodyBytes: 2 << 20, WriteRate: 5, WriteBurst: 10},
 		MetricsRequireAuth:     true,
 		DeadServerCleanupAfter: 90 * time.Second,
 	}

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"net/http"
-
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/ironic/sim"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/wire"
 )
 
 func newDevCmd() *cobra.Command {
@@ -131,7 +131,7 @@ temporary directory unless --data-dir is given.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&peers, "peers", 3, "number of ironic peers (bare-metal compute hosts)")
-	f.IntVar(&hypervisors, "hypervisors", 1, "number of hypervisor peers (fake VM driver)")
+	f.IntVar(&hypervisors, "hypervisors", 1, "number of hypervisor peers (VMs recorded by the vmrecord driver, no hypervisor behind them)")
 	f.StringVar(&baseIP, "base-ip", "127.0.0.2", "address of the first peer; the next ones count up")
 	f.IntVar(&httpPort, "http-port", defaultHTTPPort, "API port of every peer (raft +1, gossip +2)")
 	f.StringVar(&dataDir, "data-dir", "", "keep data here instead of a temporary directory")
@@ -190,22 +190,24 @@ var devFlavors = []struct {
 func createDevFlavors(addr, token string) error {
 	c := client.New(addr, token)
 	ctx := context.Background()
-	for _, f := range devFlavors {
-		body := map[string]any{"flavor": map[string]any{"name": f.name, "id": f.name, "vcpus": f.vcpus, "ram": f.ram, "disk": f.disk}}
-		if err := c.Do(ctx, "POST", "/compute/v2.1/flavors", body, nil); err != nil && !client.IsStatus(err, http.StatusConflict) {
-			return fmt.Errorf("create flavor %s: %w", f.name, err)
+	create := func(name string, vcpus, ram, disk int) error {
+		_, err := c.CreateFlavor(ctx, wire.FlavorCreate{Name: new(name), ID: new(name), VCPUs: new(vcpus), RAM: new(ram), Disk: new(disk)})
+		if err != nil && !client.IsStatus(err, http.StatusConflict) {
+			return fmt.Errorf("create flavor %s: %w", name, err)
 		}
-		specs := map[string]any{"extra_specs": map[string]string{"resources:" + f.class: "1",
-			"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}}
-		if err := c.Do(ctx, "POST", "/compute/v2.1/flavors/"+f.name+"/os-extra_specs", specs, nil); err != nil {
+		return nil
+	}
+	for _, f := range devFlavors {
+		if err := create(f.name, f.vcpus, f.ram, f.disk); err != nil {
+			return err
+		}
+		specs := map[string]string{"resources:" + f.class: "1",
+			"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}
+		if err := c.SetFlavorExtraSpecs(ctx, f.name, specs); err != nil {
 			return fmt.Errorf("set properties of flavor %s: %w", f.name, err)
 		}
 	}
-	body := map[string]any{"flavor": map[string]any{"name": "vm-tiny", "id": "vm-tiny", "vcpus": 1, "ram": 1024, "disk": 1}}
-	if err := c.Do(ctx, "POST", "/compute/v2.1/flavors", body, nil); err != nil && !client.IsStatus(err, http.StatusConflict) {
-		return fmt.Errorf("create flavor vm-tiny: %w", err)
-	}
-	return nil
+	return create("vm-tiny", 1, 1024, 1)
 }
 
 // randomHex is 16 random bytes in hex, for the tokens of a dev cluster.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/cluster"
@@ -26,31 +28,33 @@ func hypervisorInventory(h hypervisorConfig) map[string]placement.Inventory {
 	}
 }
 
+// errNotRegistered: this host is not registered and up yet; the inventory
+// waits for it.
+var errNotRegistered = errors.New("host not registered yet")
+
 // runHypervisor reports this host's inventory once it is registered, then
 // drives its VMs through the VM record driver until ctx ends.
 func runHypervisor(ctx context.Context, cfg agentConfig, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
 	log := logger.With("component", "hypervisor")
 	report := &fsm.ReportInventory{Host: cfg.Name, Inventory: hypervisorInventory(cfg.Hypervisor)}
-	for backoff := 200 * time.Millisecond; ; {
-		if h, err := node.Store().Host(cfg.Name); err == nil && h.Status == fsm.HostUp {
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_, err := node.Propose(pctx, report)
-			cancel()
-			if err == nil {
-				log.Info("inventory reported", "vcpus", cfg.Hypervisor.VCPUs, "memory_mb", cfg.Hypervisor.MemoryMB, "disk_gb", cfg.Hypervisor.DiskGB)
-				break
-			}
+	// 0.2 s, doubling up to 6.4 s, until the inventory is committed or ctx ends.
+	wait := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 6400 * time.Millisecond}
+	_, err := backoff.Retry(ctx, func() (uint64, error) {
+		if h, err := node.Store().Host(cfg.Name); err != nil || h.Status != fsm.HostUp {
+			return 0, errNotRegistered
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return node.Propose(pctx, report)
+	}, backoff.WithBackOff(wait), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, _ time.Duration) {
+		if !errors.Is(err, errNotRegistered) {
 			log.Warn("reporting inventory failed; retrying", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		if backoff < 5*time.Second {
-			backoff *= 2
-		}
+	}))
+	if err != nil {
+		return // ctx ended
 	}
+	log.Info("inventory reported", "vcpus", cfg.Hypervisor.VCPUs, "memory_mb", cfg.Hypervisor.MemoryMB, "disk_gb", cfg.Hypervisor.DiskGB)
 	mgr, err := compute.New(compute.Config{Logger: logger, Registerer: reg}, node, vmrecord.New())
 	if err != nil {
 		log.Error("cannot start the compute manager", "err", err)

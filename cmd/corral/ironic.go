@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/cluster"
@@ -18,26 +19,18 @@ import (
 // this host's driver and the leader's node sync until ctx ends.
 func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger, bm *baremetalSource) {
 	log := logger.With("component", "ironic", "url", cfg.URL)
-	var client *ironic.Client
-	backoff := 500 * time.Millisecond
-	for {
-		var err error
-		client, err = ironic.New(ctx, ironic.Options{URL: cfg.URL, Auth: cfg.Auth, MaxVersion: cfg.MaxVersion,
+	// 0.5 s, doubling up to 16 s, until Ironic answers or ctx ends.
+	wait := &backoff.ExponentialBackOff{InitialInterval: 500 * time.Millisecond, Multiplier: 2, MaxInterval: 16 * time.Second}
+	client, err := backoff.Retry(ctx, func() (*ironic.Client, error) {
+		return ironic.New(ctx, ironic.Options{URL: cfg.URL, Auth: cfg.Auth, MaxVersion: cfg.MaxVersion,
 			RequestTimeout: cfg.RequestTimeout, Logger: logger, Registerer: reg, UserAgent: "corral-host/" + node.Name()})
-		if err == nil {
-			bm.set(client)
-			break
-		}
-		log.Warn("Ironic is not reachable yet; retrying", "in", backoff, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		if backoff < 10*time.Second {
-			backoff *= 2
-		}
+	}, backoff.WithBackOff(wait), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, in time.Duration) {
+		log.Warn("Ironic is not reachable yet; retrying", "in", in, "err", err)
+	}))
+	if err != nil {
+		return // ctx ended
 	}
+	bm.set(client)
 	virt, err := driver.New(driver.Config{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Wait: cfg.DeployWait, Logger: logger}, client)
 	if err != nil {
 		log.Error("cannot start the Ironic driver: servers of this host will not be built", "err", err)

@@ -81,8 +81,12 @@ func envOr(k, def string) string {
 	return def
 }
 
+// client reaches --addr; its typed reads are at --consistency, and its
+// typed compute calls speak wire.ComputeVersion (which shows a server's
+// embedded flavor).
 func (o *cliOpts) client() *client.Client {
 	c := client.New(o.addr, o.token)
+	c.Consistency = o.consistency
 	if o.tls != nil {
 		_ = c.UseTLS(o.tls) // never fails with a configuration
 	}

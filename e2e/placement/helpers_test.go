@@ -22,11 +22,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/placement"
+	"github.com/corral-dev/corral/wire"
 )
 
 const (
@@ -118,13 +118,13 @@ func get(a *e2e.Agent, path string, out any) error {
 
 // hostKinds maps each up host to its kind.
 func hostKinds(a *e2e.Agent) (map[string]string, error) {
-	var body api.HostsResponse
+	var body wire.HostsResponse
 	if err := get(a, "/v1/hosts", &body); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for _, h := range body.Hosts {
-		if h.Status == fsm.HostUp {
+		if h.Status == wire.HostUp {
 			out[h.Name] = h.Kind
 		}
 	}
@@ -343,14 +343,14 @@ func classes(inv map[string]placement.Inventory) []string {
 }
 
 // nodes reads the node mirror by uuid.
-func nodes(a *e2e.Agent) (map[string]api.NodeView, error) {
+func nodes(a *e2e.Agent) (map[string]wire.NodeView, error) {
 	var body struct {
-		Nodes []api.NodeView `json:"nodes"`
+		Nodes []wire.NodeView `json:"nodes"`
 	}
 	if err := get(a, "/v1/nodes", &body); err != nil {
 		return nil, err
 	}
-	out := map[string]api.NodeView{}
+	out := map[string]wire.NodeView{}
 	for _, n := range body.Nodes {
 		out[n.UUID] = n
 	}

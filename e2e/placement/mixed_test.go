@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/wire"
 )
 
 // TestMixedCloud runs VMs and bare metal side by side in one cluster of
@@ -143,12 +143,12 @@ func equalAllocs(a, b map[string]map[string]int64) bool {
 func checkSharedSegment(t *testing.T, c *e2e.Cluster, shared, vmOnly string, isVM map[string]bool, got map[string]serverView) {
 	t.Helper()
 	var body struct {
-		Networks []api.NetworkView `json:"networks"`
+		Networks []wire.NetworkView `json:"networks"`
 	}
 	if err := get(c.Agents[3], "/v1/networks", &body); err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]api.NetworkView{}
+	byID := map[string]wire.NetworkView{}
 	for _, n := range body.Networks {
 		byID[n.ID] = n
 	}

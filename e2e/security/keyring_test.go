@@ -13,9 +13,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
-	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/wire"
 )
 
 // corral runs the CLI against agent a and returns its standard output.
@@ -139,7 +139,7 @@ func TestGossipKeyRotationUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var resp api.KeyringResponse
+		var resp wire.KeyringResponse
 		if err := json.Unmarshal([]byte(out), &resp); err != nil {
 			t.Fatalf("keyring list output %q: %v", out, err)
 		}

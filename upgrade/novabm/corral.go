@@ -2,18 +2,9 @@ package novabm
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 
 	"github.com/corral-dev/corral/client"
-)
-
-// Paths of corral's API the migration uses.
-const (
-	AdoptPath        = "/v1/manage/adopt-server"
-	reservationsPath = "/v1/reservations"
-	nodesPath        = "/v1/nodes"
-	flavorsPath      = "/compute/v2.1/flavors"
+	"github.com/corral-dev/corral/wire"
 )
 
 // HTTPCorral reaches the cluster through its HTTP API.
@@ -24,19 +15,21 @@ var (
 	_ FlavorStore = HTTPCorral{}
 )
 
+// at is the client reading at the given consistency.
+func (h HTTPCorral) at(consistency string) *client.Client {
+	c := *h.C
+	c.Consistency = consistency
+	return &c
+}
+
 // Reservations implements Corral.
 func (h HTTPCorral) Reservations(ctx context.Context) (map[string]string, error) {
-	var body struct {
-		Reservations []struct {
-			NodeUUID string `json:"node_uuid"`
-			ServerID string `json:"server_id"`
-		} `json:"reservations"`
-	}
-	if err := h.C.Do(ctx, http.MethodGet, reservationsPath+"?consistency=linearizable", nil, &body); err != nil {
+	rs, err := h.at("linearizable").ListReservations(ctx)
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, r := range body.Reservations {
+	for _, r := range rs {
 		out[r.NodeUUID] = r.ServerID
 	}
 	return out, nil
@@ -44,64 +37,44 @@ func (h HTTPCorral) Reservations(ctx context.Context) (map[string]string, error)
 
 // MirroredNodes implements Corral.
 func (h HTTPCorral) MirroredNodes(ctx context.Context) (map[string]MirrorNode, error) {
-	var body struct {
-		Nodes []struct {
-			UUID           string `json:"uuid"`
-			ProvisionState string `json:"provision_state"`
-			InstanceUUID   string `json:"instance_uuid"`
-			Missing        bool   `json:"missing"`
-		} `json:"nodes"`
-	}
-	if err := h.C.Do(ctx, http.MethodGet, nodesPath+"?consistency=linearizable", nil, &body); err != nil {
+	nodes, err := h.at("linearizable").ListNodes(ctx)
+	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]MirrorNode, len(body.Nodes))
-	for _, n := range body.Nodes {
+	out := make(map[string]MirrorNode, len(nodes))
+	for _, n := range nodes {
 		out[n.UUID] = MirrorNode{ProvisionState: n.ProvisionState, InstanceUUID: n.InstanceUUID, Missing: n.Missing}
 	}
 	return out, nil
 }
 
 // Adopt implements Corral.
-func (h HTTPCorral) Adopt(ctx context.Context, r AdoptRequest) error {
-	return h.C.Do(ctx, http.MethodPost, AdoptPath, r, nil)
-}
-
-// CorralFlavor is one of corral's flavors as the Nova API shows it.
-type CorralFlavor struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	ExtraSpecs map[string]string `json:"extra_specs"`
+func (h HTTPCorral) Adopt(ctx context.Context, r wire.AdoptServerRequest) error {
+	_, err := h.C.AdoptServer(ctx, r)
+	return err
 }
 
 // FlavorStore is what the flavor update needs from corral.
 type FlavorStore interface {
-	Flavors(ctx context.Context) ([]CorralFlavor, error)
+	Flavors(ctx context.Context) ([]wire.Flavor, error)
 	CreateFlavor(ctx context.Context, f NovaFlavor) error
 	SetExtraSpecs(ctx context.Context, flavorID string, specs map[string]string) error
 }
 
 // Flavors implements FlavorStore.
-func (h HTTPCorral) Flavors(ctx context.Context) ([]CorralFlavor, error) {
-	var body struct {
-		Flavors []CorralFlavor `json:"flavors"`
-	}
-	if err := h.C.Do(ctx, http.MethodGet, flavorsPath+"/detail", nil, &body); err != nil {
-		return nil, err
-	}
-	return body.Flavors, nil
+func (h HTTPCorral) Flavors(ctx context.Context) ([]wire.Flavor, error) {
+	return h.at("").ListFlavors(ctx, client.FlavorQuery{})
 }
 
 // CreateFlavor implements FlavorStore.
 func (h HTTPCorral) CreateFlavor(ctx context.Context, f NovaFlavor) error {
-	body := map[string]any{"id": f.FlavorID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.MemoryMB, "disk": f.RootGB,
-		"OS-FLV-EXT-DATA:ephemeral": f.EphemeralGB, "swap": f.SwapMB, "rxtx_factor": f.RxTxFactor,
-		"os-flavor-access:is_public": f.IsPublic}
-	return h.C.Do(ctx, http.MethodPost, flavorsPath, map[string]any{"flavor": body}, nil)
+	_, err := h.C.CreateFlavor(ctx, wire.FlavorCreate{ID: new(f.FlavorID), Name: new(f.Name), VCPUs: new(int(f.VCPUs)),
+		RAM: new(int(f.MemoryMB)), Disk: new(int(f.RootGB)), Ephemeral: new(int(f.EphemeralGB)), Swap: new(int(f.SwapMB)),
+		RxTxFactor: new(f.RxTxFactor), IsPublic: new(f.IsPublic)})
+	return err
 }
 
 // SetExtraSpecs implements FlavorStore.
 func (h HTTPCorral) SetExtraSpecs(ctx context.Context, flavorID string, specs map[string]string) error {
-	return h.C.Do(ctx, http.MethodPost, flavorsPath+"/"+url.PathEscape(flavorID)+"/os-extra_specs",
-		map[string]any{"extra_specs": specs}, nil)
+	return h.C.SetFlavorExtraSpecs(ctx, flavorID, specs)
 }

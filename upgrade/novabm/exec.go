@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
+	"github.com/corral-dev/corral/wire"
 )
 
 // Ironic is what the migration needs from Ironic; *ironic.Client has it.
@@ -35,19 +35,6 @@ type MirrorNode struct {
 	Missing        bool
 }
 
-// AdoptRequest is the body of corral's adopt call.
-type AdoptRequest struct {
-	ID             string            `json:"id"`
-	Name           string            `json:"name"`
-	Flavor         fsm.Flavor        `json:"flavor"`
-	ImageRef       string            `json:"image_ref"`
-	NodeUUID       string            `json:"node_uuid"`
-	AllocationUUID string            `json:"allocation_uuid,omitempty"`
-	ProjectID      string            `json:"project_id,omitempty"`
-	UserID         string            `json:"user_id,omitempty"`
-	Metadata       map[string]string `json:"metadata,omitempty"`
-}
-
 // Corral is what the migration needs from the cluster.
 type Corral interface {
 	// Reservations maps every reserved node to its server.
@@ -55,7 +42,7 @@ type Corral interface {
 	// MirroredNodes is the cluster's Ironic node mirror by uuid.
 	MirroredNodes(ctx context.Context) (map[string]MirrorNode, error)
 	// Adopt commits an adopted server; adopting it again is success.
-	Adopt(ctx context.Context, r AdoptRequest) error
+	Adopt(ctx context.Context, r wire.AdoptServerRequest) error
 }
 
 // Row outcomes.
@@ -399,7 +386,7 @@ func (m *Migrator) corralServers(ctx context.Context, p Plan, res []Result) {
 			continue
 		}
 		in := np.Instance
-		err := m.Corral.Adopt(ctx, AdoptRequest{ID: in.UUID, Name: in.Name, Flavor: in.Flavor, ImageRef: in.ImageRef,
+		err := m.Corral.Adopt(ctx, wire.AdoptServerRequest{ID: in.UUID, Name: in.Name, Flavor: in.Flavor, ImageRef: in.ImageRef,
 			NodeUUID: np.UUID, AllocationUUID: in.UUID, ProjectID: in.ProjectID, UserID: in.UserID,
 			Metadata: map[string]string{"migrated_from": "nova-baremetal", "nova_host": in.OldHost}})
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/upgrade/novabm"
 	"github.com/corral-dev/corral/upgrade/novabm/novabmtest"
+	"github.com/corral-dev/corral/wire"
 )
 
 // fakeCorral keeps adopted servers in memory; its mirror is what Ironic
@@ -23,7 +24,7 @@ import (
 type fakeCorral struct {
 	ir      *ironic.Client
 	mu      sync.Mutex
-	servers map[string]novabm.AdoptRequest // by id
+	servers map[string]wire.AdoptServerRequest // by id
 	adopts  int
 }
 
@@ -49,7 +50,7 @@ func (f *fakeCorral) MirroredNodes(ctx context.Context) (map[string]novabm.Mirro
 	return out, nil
 }
 
-func (f *fakeCorral) Adopt(_ context.Context, r novabm.AdoptRequest) error {
+func (f *fakeCorral) Adopt(_ context.Context, r wire.AdoptServerRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cur, ok := f.servers[r.ID]; ok {
@@ -139,7 +140,7 @@ func newWorldB(t testing.TB) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return world{ir: c, corral: &fakeCorral{ir: c, servers: map[string]novabm.AdoptRequest{}}}
+	return world{ir: c, corral: &fakeCorral{ir: c, servers: map[string]wire.AdoptServerRequest{}}}
 }
 
 func (w world) migrator(ir novabm.Ironic) *novabm.Migrator {

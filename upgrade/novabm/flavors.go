@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/corral-dev/corral/wire"
 )
 
 // ErrNoSuchFlavor: --flavor names a flavor that neither corral nor the
@@ -38,12 +40,12 @@ func isBareMetal(specs map[string]string) bool {
 
 // PlanFlavorUpdate decides the change of every selected flavor. It has no
 // side effects.
-func PlanFlavorUpdate(current []CorralFlavor, o FlavorOptions) ([]FlavorChange, error) {
+func PlanFlavorUpdate(current []wire.Flavor, o FlavorOptions) ([]FlavorChange, error) {
 	if o.ResourceClass == "" {
 		o.ResourceClass = DefaultResourceClass
 	}
-	byID := map[string]CorralFlavor{}
-	byName := map[string]CorralFlavor{}
+	byID := map[string]wire.Flavor{}
+	byName := map[string]wire.Flavor{}
 	for _, f := range current {
 		byID[f.ID] = f
 		byName[f.Name] = f
@@ -63,7 +65,7 @@ func PlanFlavorUpdate(current []CorralFlavor, o FlavorOptions) ([]FlavorChange, 
 			continue
 		}
 		f := nf
-		cf := CorralFlavor{ID: f.FlavorID, Name: f.Name, ExtraSpecs: map[string]string{}}
+		cf := wire.Flavor{ID: f.FlavorID, Name: f.Name, ExtraSpecs: map[string]string{}}
 		for k, v := range f.ExtraSpecs {
 			cf.ExtraSpecs[k] = v
 		}
@@ -72,7 +74,7 @@ func PlanFlavorUpdate(current []CorralFlavor, o FlavorOptions) ([]FlavorChange, 
 		imported[cf.ID] = true
 		changes = append(changes, FlavorChange{ID: cf.ID, Name: cf.Name, Create: &f})
 	}
-	var selected []CorralFlavor
+	var selected []wire.Flavor
 	if o.All {
 		for _, f := range current {
 			if isBareMetal(f.ExtraSpecs) {

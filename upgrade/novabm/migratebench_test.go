@@ -22,6 +22,7 @@ import (
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/upgrade/novabm"
 	"github.com/corral-dev/corral/upgrade/novabm/novabmtest"
+	"github.com/corral-dev/corral/wire"
 )
 
 // migrateTarget is the Ironic a migration benchmark writes into.
@@ -176,7 +177,7 @@ func migrateOnce(tb testing.TB, b *testing.B, tg migrateTarget, n int) (row migr
 	}
 	ct := &countingTransport{base: http.DefaultTransport}
 	ir := newIronicClient(tb, tg.url, &http.Client{Transport: ct})
-	m := &novabm.Migrator{Ironic: ir, Corral: &fakeCorral{ir: side, servers: map[string]novabm.AdoptRequest{}},
+	m := &novabm.Migrator{Ironic: ir, Corral: &fakeCorral{ir: side, servers: map[string]wire.AdoptServerRequest{}},
 		Log: slog.New(slog.DiscardHandler)}
 	if tg.real {
 		start := time.Now()

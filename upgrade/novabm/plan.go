@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/wire"
 )
 
 // Extra spec keys of Nova's baremetal flavors.
@@ -61,8 +62,8 @@ type InstancePlan struct {
 	ProjectID    string
 	UserID       string
 	OldHost      string
-	Flavor       fsm.Flavor     // embedded in the corral server
-	InstanceInfo map[string]any // Ironic instance_info
+	Flavor       wire.AdoptedFlavor // embedded in the corral server
+	InstanceInfo map[string]any     // Ironic instance_info
 }
 
 // NodePlan is what one live bm node becomes.
@@ -381,7 +382,7 @@ func BareMetalSpecs(resourceClass, kernel, ramdisk string) map[string]string {
 }
 
 // EmbeddedFlavor is a nova flavor as a bare-metal flavor of corral.
-func EmbeddedFlavor(f NovaFlavor, resourceClass, kernel, ramdisk string) fsm.Flavor {
+func EmbeddedFlavor(f NovaFlavor, resourceClass, kernel, ramdisk string) wire.AdoptedFlavor {
 	specs := map[string]string{}
 	for k, v := range f.ExtraSpecs {
 		specs[k] = v
@@ -389,9 +390,11 @@ func EmbeddedFlavor(f NovaFlavor, resourceClass, kernel, ramdisk string) fsm.Fla
 	for k, v := range BareMetalSpecs(resourceClass, kernel, ramdisk) {
 		specs[k] = v
 	}
-	out := fsm.Flavor{ID: f.FlavorID, Name: f.Name, VCPUs: int(f.VCPUs), RAM: int(f.MemoryMB), Disk: int(f.RootGB),
+	out := wire.AdoptedFlavor{ID: f.FlavorID, Name: f.Name, VCPUs: int(f.VCPUs), RAM: int(f.MemoryMB), Disk: int(f.RootGB),
 		Ephemeral: int(f.EphemeralGB), Swap: int(f.SwapMB), RxTxFactor: f.RxTxFactor, IsPublic: f.IsPublic, ExtraSpecs: specs}
-	fsm.NormalizeFlavor(&out)
+	if out.RxTxFactor == 0 { // as corral normalizes a flavor
+		out.RxTxFactor = 1.0
+	}
 	return out
 }
 

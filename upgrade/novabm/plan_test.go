@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/upgrade/novabm"
 	"github.com/corral-dev/corral/upgrade/novabm/novabmtest"
+	"github.com/corral-dev/corral/wire"
 )
 
 func planOf(t *testing.T, d novabmtest.Deployment, o novabm.Options) novabm.Plan {
@@ -134,7 +135,7 @@ func TestPlanFlavorUpdate(t *testing.T) {
 	for k, v := range ch[0].Set {
 		specs[k] = v
 	}
-	cur := []novabm.CorralFlavor{{ID: "bm.small", Name: "baremetal.small", ExtraSpecs: specs}, {ID: "vm", Name: "vm", ExtraSpecs: map[string]string{}}}
+	cur := []wire.Flavor{{ID: "bm.small", Name: "baremetal.small", ExtraSpecs: specs}, {ID: "vm", Name: "vm", ExtraSpecs: map[string]string{}}}
 	ch, err = novabm.PlanFlavorUpdate(cur, o)
 	if err != nil || len(ch) != 1 || len(ch[0].Set) != 0 || ch[0].Create != nil {
 		t.Fatalf("second update: %+v, %v", ch, err)

@@ -1,0 +1,222 @@
+package nova
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/wire"
+)
+
+// Server actions (os-stop, os-start, reboot, rebuild, lock, unlock) and
+// renames, as Nova has them. An action is committed as an intent; the
+// server's owner host carries it out through Ironic and commits the
+// outcome (see fsm/action.go and compute/action.go).
+
+// Nova's power states (OS-EXT-STS:power_state).
+const (
+	powerNoState  = 0
+	powerRunning  = 1
+	powerShutdown = 4
+)
+
+// actionView sets what server actions change in Nova's view of a server:
+// the status during a reboot or rebuild, the power state, the vm_state of
+// a stopped server, and the lock.
+func actionView(c echo.Context, v fsm.Server, out map[string]any) {
+	switch v.TaskState {
+	case fsm.TaskRebooting:
+		out["status"] = "REBOOT"
+	case fsm.TaskRebootingHard:
+		out["status"] = "HARD_REBOOT"
+	case fsm.TaskRebuilding:
+		out["status"] = "REBUILD"
+	}
+	power := powerNoState
+	switch v.Status {
+	case fsm.StatusActive:
+		power = powerRunning
+	case fsm.StatusShutoff:
+		power = powerShutdown
+		out["OS-EXT-STS:vm_state"] = "stopped"
+	}
+	out["OS-EXT-STS:power_state"] = power
+	out["locked"] = v.Locked
+	if mvAtLeast(c, 2, 73) {
+		out["locked_reason"] = nullable(v.LockedReason)
+	}
+}
+
+// actionConflict maps the fsm's refusal of an action to Nova's answer.
+func actionConflict(err error, id string) error {
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return core.ServerNotFound(id)
+	case errors.Is(err, fsm.ErrConflict):
+		msg := err.Error()
+		if i := strings.Index(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		return echo.NewHTTPError(http.StatusConflict, msg)
+	}
+	return err
+}
+
+// ServerAction is POST /servers/{id}/action.
+func (h *Handlers) ServerAction(c echo.Context) error {
+	var body map[string]json.RawMessage
+	if err := core.BindStrict(c, &body); err != nil {
+		return err
+	}
+	if len(body) != 1 {
+		keys := make([]string, 0, len(body))
+		for k := range body {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return core.BadRequest("the body must hold exactly one action, not %v", keys)
+	}
+	id := c.Param("id")
+	if err := h.st.ReadBarrier(c); err != nil {
+		return err
+	}
+	v, err := h.visibleServer(c, id)
+	if err != nil {
+		return err
+	}
+	admin := core.CallerOf(c).Role == core.RoleAdmin
+	for name, raw := range body {
+		switch name {
+		case wire.ActionStop, wire.ActionStart:
+			kind := fsm.ActionStop
+			if name == wire.ActionStart {
+				kind = fsm.ActionStart
+			}
+			return h.requestAction(c, v, &fsm.RequestServerAction{ID: v.ID, Kind: kind, Admin: admin}, false)
+		case wire.ActionReboot:
+			var r wire.RebootAction
+			if err := strictJSON(raw, &r); err != nil {
+				return err
+			}
+			kind := fsm.ActionReboot
+			switch strings.ToUpper(r.Type) {
+			case wire.RebootSoft:
+			case wire.RebootHard:
+				kind = fsm.ActionRebootHard
+			default:
+				return core.BadRequest("Invalid input for field/attribute type. Value: %s. %q is not one of ['HARD', 'Hard', 'hard', 'SOFT', 'Soft', 'soft']", r.Type, r.Type)
+			}
+			return h.requestAction(c, v, &fsm.RequestServerAction{ID: v.ID, Kind: kind, Admin: admin}, false)
+		case wire.ActionRebuild:
+			return h.rebuild(c, v, raw, admin)
+		case wire.ActionLock, wire.ActionUnlock:
+			return h.lock(c, v, name == wire.ActionLock, raw)
+		}
+		return core.BadRequest("There is no such action: %s", name)
+	}
+	return nil
+}
+
+// strictJSON decodes an action's argument, rejecting unknown fields.
+func strictJSON(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return core.BadRequest("malformed action: %v", err)
+	}
+	return nil
+}
+
+func (h *Handlers) requestAction(c echo.Context, v fsm.Server, cmd *fsm.RequestServerAction, show bool) error {
+	if err := h.st.Propose(c, cmd); err != nil {
+		return actionConflict(err, v.ID)
+	}
+	if !show {
+		return c.NoContent(http.StatusAccepted)
+	}
+	cur, err := h.st.Store().Server(v.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"server": h.serverView(c, cur)})
+}
+
+// rebuild redeploys the server's node with a new image.
+func (h *Handlers) rebuild(c echo.Context, v fsm.Server, raw json.RawMessage, admin bool) error {
+	var r wire.RebuildAction
+	if err := strictJSON(raw, &r); err != nil {
+		return err
+	}
+	if r.ImageRef == "" {
+		return core.BadRequest("imageRef is required: the image to rebuild the server with")
+	}
+	if r.Name != nil || r.Metadata != nil {
+		return core.BadRequest("corral rebuilds with a new image only: rename the server with PUT /servers/{id}")
+	}
+	image, err := h.checkImageRef(c, r.ImageRef)
+	if err != nil {
+		return err
+	}
+	return h.requestAction(c, v, &fsm.RequestServerAction{ID: v.ID, Kind: fsm.ActionRebuild, ImageRef: image, Admin: admin}, true)
+}
+
+// lock and unlock a server; from 2.73 a lock may carry a reason.
+func (h *Handlers) lock(c echo.Context, v fsm.Server, locked bool, raw json.RawMessage) error {
+	cmd := &fsm.UpdateServer{ID: v.ID, Locked: &locked}
+	if locked && string(raw) != "null" {
+		var r wire.LockAction
+		if err := strictJSON(raw, &r); err != nil {
+			return err
+		}
+		if r.Reason != nil {
+			if !mvAtLeast(c, 2, 73) {
+				return core.BadRequest("locked_reason needs microversion 2.73")
+			}
+			cmd.LockedReason = *r.Reason
+		}
+	}
+	if err := h.st.Propose(c, cmd); err != nil {
+		return actionConflict(err, v.ID)
+	}
+	return c.NoContent(http.StatusAccepted)
+}
+
+// UpdateServer is PUT /servers/{id}: a rename.
+func (h *Handlers) UpdateServer(c echo.Context) error {
+	var body wire.ServerUpdateRequest
+	if err := core.BindStrict(c, &body); err != nil {
+		return err
+	}
+	if body.Server == nil || body.Server.Name == nil {
+		return core.BadRequest(`the body must be {"server": {"name": ...}}: corral updates a server's name`)
+	}
+	name := *body.Server.Name
+	if strings.TrimSpace(name) == "" || len(name) > 255 {
+		return core.BadRequest("server name must be 1 to 255 characters")
+	}
+	if err := h.st.ReadBarrier(c); err != nil {
+		return err
+	}
+	v, err := h.visibleServer(c, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if v.Locked && core.CallerOf(c).Role != core.RoleAdmin {
+		return echo.NewHTTPError(http.StatusConflict, fmt.Sprintf("Instance %s is locked", v.ID))
+	}
+	if err := h.st.Propose(c, &fsm.UpdateServer{ID: v.ID, Name: &name}); err != nil {
+		return actionConflict(err, v.ID)
+	}
+	cur, err := h.st.Store().Server(v.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"server": h.serverView(c, cur)})
+}

@@ -1,0 +1,25 @@
+package nova
+
+import "github.com/corral-dev/corral/api/core"
+
+// Config is what the compute API needs besides the replicated state.
+type Config struct {
+	// Images, when set ([glance]), checks that a boot's or rebuild's
+	// imageRef is an active Glance image (images.go).
+	Images ImageService
+	// BaremetalNodes is the Ironic of the os-baremetal-nodes proxy (nil: 404).
+	BaremetalNodes BaremetalNodes
+}
+
+// Handlers serve the compute API.
+type Handlers struct {
+	st     *core.State
+	images ImageService
+	// Baremetal serves os-baremetal-nodes.
+	Baremetal BaremetalProxy
+}
+
+// New returns the compute API's handlers over st.
+func New(st *core.State, cfg Config) *Handlers {
+	return &Handlers{st: st, images: cfg.Images, Baremetal: BaremetalProxy{Source: cfg.BaremetalNodes}}
+}
