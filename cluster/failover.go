@@ -269,16 +269,17 @@ func (n *Node) reconcileOwners(ctx context.Context, fo *failover) error {
 			continue
 		}
 		delete(fo.stuck, h.Name)
-		cmd := &fsm.ReassignServers{From: h.Name, Reason: reason}
-		if _, err := n.applyLocal(ctx, cmd); err != nil {
+		_, v, err := n.applyLocalValue(ctx, &fsm.ReassignServers{From: h.Name, Reason: reason})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("reassign servers of %s: %w", h.Name, err))
 			continue
 		}
-		n.metrics.reassigned.Add(float64(len(cmd.Moves)))
+		moved, _ := v.(int) // Apply answers the number of servers it moved
+		n.metrics.reassigned.Add(float64(moved))
 		if at, ok := fo.downAt[h.Name]; ok {
 			n.metrics.plan.Observe(time.Since(at).Seconds())
 		}
-		n.log.Warn("servers reassigned", "from", h.Name, "reason", reason, "servers", len(cmd.Moves))
+		n.log.Warn("servers reassigned", "from", h.Name, "reason", reason, "servers", moved)
 	}
 	return errors.Join(errs...)
 }

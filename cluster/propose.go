@@ -90,26 +90,33 @@ func (n *Node) proposeOnce(ctx context.Context, cmd fsm.Command) (uint64, error)
 	return n.forwardApply(ctx, cmd)
 }
 
-// applyLocal commits cmd from the leader. Its one call into the state
-// machine is fsm.Store.Decide: a command that carries the leader's
-// decisions (a new server's owner and claim, a reassignment plan) is
-// decided there on the current state, one at a time, and decided again
-// until it holds or nothing fits, the node mirror refreshed once before
-// "No valid host"; every attempt is committed by applyOnce.
+// applyLocal commits cmd from the leader. A command that carries the
+// leader's decisions (a new server's owner and claim, a reassignment
+// plan) goes through the decider (decide.go): scheduled by fsm on the
+// current state, one at a time, and decided again until it holds or
+// nothing fits, the node mirror refreshed once before "No valid host";
+// every attempt is committed by commit.
 //
 // New servers are decided in batches (one fsm.CreateServers entry for all
 // those waiting) once every live peer advertises that it can apply that
 // entry: an older peer would stop at it. A server action is committed
 // with its request id (fsm.RequestServerActionWithID) on the same terms.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	idx, _, err := n.applyLocalValue(ctx, cmd)
+	return idx, err
+}
+
+// applyLocalValue is applyLocal that also returns the entry's value (the
+// fsm.Result's Value).
+func (n *Node) applyLocalValue(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
 	if ra, ok := cmd.(*fsm.RequestServerAction); ok && n.CommandKnown(fsm.CmdRequestServerActionWithID) {
 		cmd = &fsm.RequestServerActionWithID{RequestServerAction: *ra}
 	}
-	l := fsm.Leader{Avoid: n.goneHosts(), Commit: n.applyOnce, RefreshNodes: n.refreshNodes}
-	if _, ok := cmd.(*fsm.CreateServer); ok && n.CommandKnown(fsm.CmdCreateServers) {
-		l.CommitBatch = n.applyOnceValue
+	if !fsm.Decides(cmd) {
+		return n.commit(ctx, cmd)
 	}
-	return n.store.Decide(ctx, cmd, l)
+	_, create := cmd.(*fsm.CreateServer)
+	return n.decisions.decide(ctx, cmd, n.goneHosts(), create && n.CommandKnown(fsm.CmdCreateServers))
 }
 
 // settingCommands is advertised in gossip by every peer: the command types
@@ -134,16 +141,10 @@ func (n *Node) CommandKnown(t fsm.CommandType) bool {
 	return seen
 }
 
-// applyOnce stamps cmd with the leader's clock and commits it through raft;
-// it returns once this peer applied it, with Apply's business error.
-func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
-	idx, _, err := n.applyOnceValue(ctx, cmd)
-	return idx, err
-}
-
-// applyOnceValue is applyOnce that also returns the entry's value (the
-// fsm.Result's Value).
-func (n *Node) applyOnceValue(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
+// commit stamps cmd with the leader's clock and commits it through raft;
+// it returns once this peer applied it, with the entry's value (the
+// fsm.Result's Value) and Apply's business error.
+func (n *Node) commit(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
 	cmd.Header().At = time.Now().UTC()
 	data, err := fsm.Encode(cmd)
 	if err != nil {

@@ -10,11 +10,6 @@ import (
 	"github.com/corral-dev/corral/fsm/sched"
 )
 
-// ErrFenced is returned when a command carries an owner epoch (or owner)
-// that is no longer the server's: the sender lost the server and must stop
-// touching it. It is a kind of ErrConflict.
-var ErrFenced = fmt.Errorf("%w: stale owner epoch", ErrConflict)
-
 // ServerStatus is Nova's server status.
 type ServerStatus string
 
@@ -165,10 +160,6 @@ type CreateServer struct {
 	UserData string `json:"user_data,omitempty"`
 }
 
-func (c *CreateServer) avoid(hosts []string) { c.Avoid = hosts }
-
-func (c *CreateServer) noCandidate() bool { return c.starved }
-
 // Type implements Command.
 func (*CreateServer) Type() CommandType { return CmdCreateServer }
 
@@ -218,13 +209,20 @@ func placementCandidates(st *state, kind string, avoid ...string) []sched.Candid
 	return out
 }
 
-func (c *CreateServer) reset() { c.Host, c.Claim, c.NoValidHost, c.starved = "", nil, "", false }
+// decided schedules the server (leader only, before proposing).
+func (c *CreateServer) decided(st *state, avoid []string) (Command, []bool) {
+	d := c.undecided(avoid)
+	schedule(st, d)
+	return d, []bool{d.starved}
+}
 
-// prepare schedules the server (leader only, before proposing).
-func (c *CreateServer) prepare(st *state) {
-	if c.Host == "" && c.NoValidHost == "" {
-		schedule(st, c)
-	}
+// undecided is a copy of c without the leader's decisions, avoiding
+// avoid when it is not empty.
+func (c *CreateServer) undecided(avoid []string) *CreateServer {
+	d := *c
+	d.Host, d.Claim, d.NoValidHost, d.starved = "", nil, "", false
+	d.Avoid = avoiding(c.Avoid, avoid)
+	return &d
 }
 
 const maxServerNameLen = 255

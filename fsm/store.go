@@ -26,14 +26,10 @@ type Store struct {
 	st      *state
 	applied atomic.Uint64 // written only under mu
 
+	// WaitApplied's: waitCh is closed when the applied index changes (nil
+	// when nobody waits).
 	waitMu sync.Mutex
-	waitCh chan struct{} // closed when the applied index changes; nil when nobody waits
-
-	decideMu  sync.Mutex    // the leader's decisions, one at a time (Decide)
-	refreshes atomic.Uint64 // node mirror refreshes Decide ran
-
-	queueMu sync.Mutex
-	queue   []*pendingCreate // new servers waiting for a batched decision (decideBatched)
+	waitCh chan struct{}
 }
 
 // New returns an empty store at applied index 0.
