@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/raft"
 
 	"github.com/corral-dev/corral/cluster/forward"
@@ -51,29 +52,39 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (uint64, error) {
 		ctx, cancel = context.WithTimeout(ctx, 2*n.cfg.Raft.ApplyTimeout)
 		defer cancel()
 	}
-	backoff := 10 * time.Millisecond
-	for {
+	// Retried while the write was certainly not applied (no leader, or
+	// not delivered), until ctx ends or this peer stops.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.ctx, cancel)()
+	var last error // the latest attempt's
+	idx, err := backoff.Retry(rctx, func() (uint64, error) {
 		idx, err := n.proposeOnce(ctx, cmd)
-		if err == nil {
-			if werr := n.waitApplied(ctx, idx); werr != nil {
-				return idx, fmt.Errorf("write committed at index %d but not yet applied on %s: %w", idx, n.cfg.Name, werr)
-			}
-			return idx, nil
+		last = err
+		if err != nil && !retryable(err) {
+			return 0, backoff.Permanent(err)
 		}
-		if !retryable(err) {
-			return 0, err
+		return idx, err
+	}, backoff.WithBackOff(proposeBackOff()), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		switch {
+		case !retryable(last):
+			return 0, last
+		case ctx.Err() != nil:
+			return 0, fmt.Errorf("%w (gave up after %s)", last, time.Since(start).Round(time.Millisecond))
 		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("%w (gave up after %s)", err, time.Since(start).Round(time.Millisecond))
-		case <-n.ctx.Done():
-			return 0, ErrShutdown
-		case <-time.After(backoff):
-		}
-		if backoff < 200*time.Millisecond {
-			backoff *= 2
-		}
+		return 0, ErrShutdown
 	}
+	if werr := n.waitApplied(ctx, idx); werr != nil {
+		return idx, fmt.Errorf("write committed at index %d but not yet applied on %s: %w", idx, n.cfg.Name, werr)
+	}
+	return idx, nil
+}
+
+// proposeBackOff is the wait between attempts of a write: 10 ms, doubling
+// up to 320 ms (an election takes about a second).
+func proposeBackOff() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Millisecond, Multiplier: 2, MaxInterval: 320 * time.Millisecond}
 }
 
 // retryable errors are those where the write was certainly not applied.
