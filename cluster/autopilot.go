@@ -20,12 +20,6 @@ const RemovePeerPath = "/v1/operator/raft/remove-peer"
 // leader: a peers' endpoint (the user was authorized by the follower).
 const PeerRemovePeerPath = forward.PathPrefix + "remove-peer"
 
-// ErrPeerAlive refuses to remove a peer that gossip shows alive.
-var ErrPeerAlive = errors.New("the peer is alive: stop it, or make it leave with `corral leave`, before removing it from raft")
-
-// ErrUnknownPeer is a remove-peer of a name not in the raft configuration.
-var ErrUnknownPeer = errors.New("no such raft server: see `corral raft status` for the voters and non-voters")
-
 // quorum is the number of voters a configuration of n voters needs.
 func quorum(n int) int { return n/2 + 1 }
 

@@ -32,9 +32,6 @@ const snapshotMagic = "corral-snapshot v1\n"
 // MaxSnapshotBytes bounds the state a snapshot file may carry.
 const MaxSnapshotBytes = 1 << 30
 
-// ErrBadSnapshot marks a snapshot file that cannot be restored.
-var ErrBadSnapshot = errors.New("unusable snapshot file")
-
 // SnapshotHeader describes a snapshot file: the raft index and term it
 // covers, and the size and SHA-256 of the state that follows it.
 type SnapshotHeader struct {

@@ -24,7 +24,10 @@
 //     which is worse than stopping.
 //
 // Adding a command takes one call to register in an init function of the
-// file that owns the entity, next to the command's type and apply function.
+// file that owns the entity, next to the command's type and apply function;
+// the Store's reads of an entity live in that file too (host.go, flavor.go,
+// server.go, node.go, reservation.go, keypair.go, providers.go), and the
+// package's sentinel errors in errors.go.
 //
 // # Determinism
 //

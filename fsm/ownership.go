@@ -159,3 +159,11 @@ func applyReassignServers(st *state, c *ReassignServers) (any, error) {
 	}
 	return len(c.Moves), nil
 }
+
+// PlanReassign returns, without changing anything, the moves that would
+// take host's live servers elsewhere now (a dry run of a death or drain).
+func (s *Store) PlanReassign(host string, avoid ...string) []Move {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return PlanReassign(s.st, host, avoid...)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/fsm/sched"
@@ -404,5 +405,77 @@ func cloneClaim(c map[string]map[string]int64) map[string]map[string]int64 {
 	for k, v := range c {
 		out[k] = maps.Clone(v)
 	}
+	return out
+}
+
+// Servers returns every server (deleted ones included), sorted by
+// creation time, then ID.
+func (s *Store) Servers() []Server {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Server, 0, len(s.st.servers))
+	for _, v := range s.st.servers {
+		out = append(out, cloneServer(v))
+	}
+	slices.SortFunc(out, func(a, b Server) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Server returns one server (deleted ones too) or an error wrapping ErrNotFound.
+func (s *Store) Server(id string) (Server, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.st.servers[id]
+	if !ok {
+		return Server{}, errServerNotFound(id)
+	}
+	return cloneServer(v), nil
+}
+
+// OwnedBy returns the live servers owned by host, sorted by ID.
+func (s *Store) OwnedBy(host string) []Server {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Server
+	for _, id := range sortedKeys(s.st.servers) {
+		v := s.st.servers[id]
+		if v.Host == host && v.Live() {
+			out = append(out, cloneServer(v))
+		}
+	}
+	return out
+}
+
+// Ownership is what an owner's manager reads of each of its servers on
+// every pass: enough to tell which need work and which changed owner
+// epoch, without copying the whole server.
+type Ownership struct {
+	ID          string
+	Status      ServerStatus
+	TaskState   string
+	Epoch       uint64
+	OwnerSince  time.Time
+	OwnerReason string
+}
+
+// Owned returns the live servers owned by host, sorted by ID, as
+// Ownership: a cheap OwnedBy for a host that walks its servers after
+// every burst of log entries.
+func (s *Store) Owned(host string) []Ownership {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Ownership
+	for _, v := range s.st.servers {
+		if v.Host == host && v.Live() {
+			out = append(out, Ownership{ID: v.ID, Status: v.Status, TaskState: v.TaskState, Epoch: v.Epoch,
+				OwnerSince: v.OwnerSince, OwnerReason: v.OwnerReason})
+		}
+	}
+	slices.SortFunc(out, func(a, b Ownership) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
