@@ -153,7 +153,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			"title": http.StatusText(code), "detail": msg, "request_id": rid}}}
 	case strings.HasPrefix(path, novaPrefix):
 		body = map[string]any{novaErrorKey(code): map[string]any{"code": code, "message": msg}}
-	case strings.HasPrefix(path, forward.PathPrefix):
+	case strings.HasPrefix(path, PeerPathPrefix):
 		// Peers read the forwarding protocol's own error format.
 		forward.WriteError(c.Response(), code, err)
 		return

@@ -8,9 +8,6 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/corral-dev/corral/cluster"
-	"github.com/corral-dev/corral/cluster/forward"
 )
 
 // OpenAPIPath serves the OpenAPI document of the native /v1 admin API.
@@ -49,9 +46,9 @@ var openAPIOps = map[string]apiOp{
 	"POST " + KeyringPath:                     {summary: "Install a gossip key on every live member", tag: "operator", body: "KeyringRequest", resp: "KeyringResponse"},
 	"PUT " + KeyringPath:                      {summary: "Make an installed gossip key primary on every live member", tag: "operator", body: "KeyringRequest", resp: "KeyringResponse"},
 	"DELETE " + KeyringPath:                   {summary: "Remove a gossip key from every live member", tag: "operator", body: "KeyringRequest", resp: "KeyringResponse"},
-	"POST " + cluster.RemovePeerPath:          {summary: "Remove a dead peer from the raft configuration", tag: "operator", body: "RemovePeerRequest", status: http.StatusNoContent},
-	"GET " + cluster.SnapshotPath:             {summary: "Save a consistent snapshot file of the replicated state (taken by the leader)", tag: "operator", resp: "binary"},
-	"POST " + cluster.SnapshotPath:            {summary: "Restore a snapshot file into the running cluster", tag: "operator", body: "binary", resp: "SnapshotHeader"},
+	"POST " + RemovePeerPath:                  {summary: "Remove a dead peer from the raft configuration", tag: "operator", body: "RemovePeerRequest", status: http.StatusNoContent},
+	"GET " + SnapshotPath:                     {summary: "Save a consistent snapshot file of the replicated state (taken by the leader)", tag: "operator", resp: "binary"},
+	"POST " + SnapshotPath:                    {summary: "Restore a snapshot file into the running cluster", tag: "operator", body: "binary", resp: "SnapshotHeader"},
 }
 
 // openAPISchemas are the named schemas the operations refer to.
@@ -88,7 +85,7 @@ var pathParamRE = regexp.MustCompile(`:([A-Za-z_]+)`)
 // documentedRoute reports whether a route belongs in the /v1 document:
 // every /v1 route but the peers' internal forwarding endpoints.
 func documentedRoute(path string) bool {
-	return strings.HasPrefix(path, "/v1/") && !strings.HasPrefix(path, forward.PathPrefix)
+	return strings.HasPrefix(path, "/v1/") && !strings.HasPrefix(path, PeerPathPrefix)
 }
 
 // openAPIDoc builds the OpenAPI 3 document from openAPIOps and the roles

@@ -16,9 +16,6 @@ import (
 	"github.com/corral-dev/corral/cluster"
 )
 
-// KeyringPath is the operator endpoint of the gossip keyring.
-const KeyringPath = "/v1/operator/keyring"
-
 // Operator is what the operator endpoints need from the peer they run on.
 type Operator interface {
 	// KeyringLocal applies one keyring operation to this peer only.
@@ -90,7 +87,7 @@ func (s *Server) snapshot(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/octet-stream", buf.Bytes())
 }
 
-// RemovePeerRequest is the body of POST cluster.RemovePeerPath.
+// RemovePeerRequest is the body of POST RemovePeerPath.
 type RemovePeerRequest struct {
 	Name string `json:"name"`
 }

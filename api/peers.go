@@ -6,19 +6,13 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/corral-dev/corral/cluster/forward"
 )
 
-// rolePeer marks the peers' endpoints, under forward.PathPrefix: only a
+// rolePeer marks the peers' endpoints, under PeerPathPrefix: only a
 // peer's identity passes (Peers.AuthenticatePeer), never a user's
 // credential, whatever its role. A user's admin role administers the
 // cloud through the public API, never the log.
 const rolePeer Role = "peer"
-
-// PeerKeyringPath is where a peer applies to itself alone a keyring
-// operation another peer relays from KeyringPath.
-const PeerKeyringPath = forward.PathPrefix + "keyring"
 
 // Peers tells a peer's request from everyone else's (cluster.Node).
 type Peers interface {
@@ -33,7 +27,7 @@ type Peers interface {
 const ctxPeer = "peer"
 
 // isPeerPath reports whether path is one of the peers' endpoints.
-func isPeerPath(path string) bool { return strings.HasPrefix(path, forward.PathPrefix) }
+func isPeerPath(path string) bool { return strings.HasPrefix(path, PeerPathPrefix) }
 
 // authenticatePeer lets only a peer through to the peers' endpoints.
 func (s *Server) authenticatePeer(c echo.Context) error {

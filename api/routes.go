@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/forward"
 )
 
@@ -31,7 +30,7 @@ type route struct {
 func (s *Server) routeTable() []route {
 	const get, post, put, del, patch = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch
 	metrics := echo.WrapHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
-	internal := echo.WrapHandler(forward.NewHandler(s.c))
+	internal := echo.WrapHandler(forward.NewHandler(s.c, forwardPaths))
 	const nova, pl = novaPrefix, placementPrefix
 	bm := BaremetalProxy{Source: s.cfg.BaremetalNodes}
 	refuse := func(echo.Context) error { return echo.NewHTTPError(http.StatusForbidden, errCorralOwned.Error()) }
@@ -63,23 +62,23 @@ func (s *Server) routeTable() []route {
 		{post, KeyringPath, s.keyring, RoleAdmin},
 		{put, KeyringPath, s.keyring, RoleAdmin},
 		{del, KeyringPath, s.keyring, RoleAdmin},
-		{post, cluster.RemovePeerPath, s.removePeer, RoleAdmin},
-		{get, cluster.SnapshotPath, s.snapshot, RoleAdmin},
-		{post, cluster.SnapshotPath, s.snapshot, RoleAdmin},
+		{post, RemovePeerPath, s.removePeer, RoleAdmin},
+		{get, SnapshotPath, s.snapshot, RoleAdmin},
+		{post, SnapshotPath, s.snapshot, RoleAdmin},
 		{get, OpenAPIPath, s.openAPI, RoleReader},
 
 		// The peers' endpoints (peers.go): forwarding to the leader
 		// (cluster/forward), and the operator calls a peer relays after it
 		// authorized the user. Only a peer's identity passes.
-		{post, forward.ApplyPath, internal, rolePeer},
-		{get, forward.ReadIndexPath, internal, rolePeer},
+		{post, ApplyPath, internal, rolePeer},
+		{get, ReadIndexPath, internal, rolePeer},
 		{get, PeerKeyringPath, s.keyringLocal, rolePeer},
 		{post, PeerKeyringPath, s.keyringLocal, rolePeer},
 		{put, PeerKeyringPath, s.keyringLocal, rolePeer},
 		{del, PeerKeyringPath, s.keyringLocal, rolePeer},
-		{post, cluster.PeerRemovePeerPath, s.removePeer, rolePeer},
-		{get, cluster.PeerSnapshotPath, s.snapshot, rolePeer},
-		{post, cluster.PeerSnapshotPath, s.snapshot, rolePeer},
+		{post, PeerRemovePeerPath, s.removePeer, rolePeer},
+		{get, PeerSnapshotPath, s.snapshot, rolePeer},
+		{post, PeerSnapshotPath, s.snapshot, rolePeer},
 
 		// Compute, a Nova subset (nova.go, flavors.go, servers.go).
 		{get, nova, s.novaVersion, roleProjectReader},

@@ -35,7 +35,7 @@ type Cluster interface {
 	Name() string
 	Store() *fsm.Store
 	Propose(ctx context.Context, cmd fsm.Command) (uint64, error)
-	// The leader's end of forwarding, served under forward.PathPrefix.
+	// The leader's end of forwarding, served under PeerPathPrefix.
 	forward.Leader
 	ReadBarrier(ctx context.Context, c cluster.Consistency) error
 	Members() []cluster.Member
@@ -171,7 +171,7 @@ func (s *Server) logMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		d := time.Since(start)
 		s.reqDur.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(d.Seconds())
-		if !strings.HasPrefix(route, forward.PathPrefix) && route != "/metrics" && route != "/healthz" && route != "/readyz" {
+		if !strings.HasPrefix(route, PeerPathPrefix) && route != "/metrics" && route != "/healthz" && route != "/readyz" {
 			s.log.Debug("request", "method", c.Request().Method, "path", c.Request().URL.Path,
 				"status", status, "duration", d, "request_id", requestID(c))
 		}

@@ -7,11 +7,13 @@ import (
 	"maps"
 	"net"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/cluster/tlsutil"
 	"github.com/corral-dev/corral/fsm"
 )
@@ -70,6 +72,15 @@ func DefaultGossipTimings() GossipTimings {
 		GossipInterval:   100 * time.Millisecond,
 		PushPullInterval: 15 * time.Second,
 	}
+}
+
+// PeerPaths are the HTTP paths of the peers' endpoints a peer calls on
+// another peer's API: forwarding (a follower's writes and read indexes),
+// and a follower passing a snapshot or a raft removal on to the leader.
+type PeerPaths struct {
+	forward.Paths
+	Snapshot   string
+	RemovePeer string
 }
 
 // Config configures one peer.
@@ -133,6 +144,10 @@ type Config struct {
 	// Settings are this peer's values of cluster-wide settings, advertised
 	// in gossip (see Node.AgreedSetting).
 	Settings map[string]string
+	// PeerPaths are where the peers' APIs serve the endpoints this peer
+	// calls on another: the API names them (api.PeerPaths). Required
+	// unless Forwarder is set.
+	PeerPaths PeerPaths
 
 	// Test seams. Transport replaces the TCP transport (raft.InmemTransport);
 	// InmemStore keeps the raft log in memory; Forwarder replaces HTTP
@@ -273,6 +288,15 @@ func (c *Config) Validate() error {
 	}
 	if c.BootstrapExpect < 0 {
 		errs = append(errs, fmt.Errorf("bootstrap-expect %d is negative", c.BootstrapExpect))
+	}
+	if c.Forwarder == nil {
+		p := c.PeerPaths
+		for _, e := range []struct{ what, path string }{{"apply", p.Apply}, {"read index", p.ReadIndex},
+			{"snapshot", p.Snapshot}, {"remove peer", p.RemovePeer}} {
+			if !strings.HasPrefix(e.path, "/") {
+				errs = append(errs, fmt.Errorf("the peers' %s path %q is not set: the API names it (api.PeerPaths)", e.what, e.path))
+			}
+		}
 	}
 	if c.MaxVoters < 1 {
 		errs = append(errs, fmt.Errorf("max voters %d must be at least 1", c.MaxVoters))

@@ -68,7 +68,7 @@ func New(cfg Config) (*Node, error) {
 	if cfg.TLS != nil {
 		token, tc = "", cfg.TLS.ForwardClient()
 	}
-	n.peers = forward.NewClient(token, tc)
+	n.peers = forward.NewClient(token, tc, cfg.PeerPaths.Paths)
 	n.fwd = cfg.Forwarder
 	if n.fwd == nil {
 		n.fwd = n.peers

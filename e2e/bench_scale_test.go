@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/ironic/sim"
 )
 
@@ -89,7 +89,7 @@ func TestScaleAgentsBenchmark(t *testing.T) {
 	// Snapshot through the operator API (the leader writes it).
 	snapStart := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	body, _, err := c.Agents[0].Client().Raw(ctx, http.MethodGet, cluster.SnapshotPath, nil)
+	body, _, err := c.Agents[0].Client().Raw(ctx, http.MethodGet, api.SnapshotPath, nil)
 	cancel()
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)

@@ -23,7 +23,7 @@ peer that gossip shows alive is refused: stop it first, or run
 ` + "`corral leave`" + ` on it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := o.client().Do(cmd.Context(), http.MethodPost, cluster.RemovePeerPath, api.RemovePeerRequest{Name: args[0]}, nil)
+			err := o.client().Do(cmd.Context(), http.MethodPost, api.RemovePeerPath, api.RemovePeerRequest{Name: args[0]}, nil)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/cluster"
 )
 
@@ -21,7 +22,7 @@ func newSnapshotCmd(o *cliOpts) *cobra.Command {
 		Short: "Save a consistent snapshot of the replicated state, taken by the leader",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, _, err := o.client().Raw(cmd.Context(), http.MethodGet, cluster.SnapshotPath, nil)
+			raw, _, err := o.client().Raw(cmd.Context(), http.MethodGet, api.SnapshotPath, nil)
 			if err != nil {
 				return err
 			}
@@ -103,7 +104,7 @@ is lost: use it for disaster recovery into a new cluster.`,
 			if _, _, _, err := cluster.ReadSnapshotFile(bytes.NewReader(raw)); err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("%s: %w; nothing was changed", args[0], err)}
 			}
-			out, _, err := o.client().Raw(cmd.Context(), http.MethodPost, cluster.SnapshotPath, bytes.NewReader(raw))
+			out, _, err := o.client().Raw(cmd.Context(), http.MethodPost, api.SnapshotPath, bytes.NewReader(raw))
 			if err != nil {
 				return err
 			}

@@ -469,5 +469,6 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		GossipKey:              c.GossipKey,
 		DeadServerCleanupAfter: c.DeadServerCleanupAfter,
 		Settings:               map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
+		PeerPaths:              api.PeerPaths(),
 	}
 }
