@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -145,8 +144,9 @@ type Config struct {
 	// in gossip (see Node.AgreedSetting).
 	Settings map[string]string
 	// PeerPaths are where the peers' APIs serve the endpoints this peer
-	// calls on another: the API names them (api.PeerPaths). Required
-	// unless Forwarder is set.
+	// calls on another: the API names them (api.PeerPaths). Without them a
+	// follower cannot forward (unless Forwarder replaces HTTP forwarding)
+	// nor pass snapshots and raft removals on to the leader.
 	PeerPaths PeerPaths
 
 	// Test seams. Transport replaces the TCP transport (raft.InmemTransport);
@@ -288,15 +288,6 @@ func (c *Config) Validate() error {
 	}
 	if c.BootstrapExpect < 0 {
 		errs = append(errs, fmt.Errorf("bootstrap-expect %d is negative", c.BootstrapExpect))
-	}
-	if c.Forwarder == nil {
-		p := c.PeerPaths
-		for _, e := range []struct{ what, path string }{{"apply", p.Apply}, {"read index", p.ReadIndex},
-			{"snapshot", p.Snapshot}, {"remove peer", p.RemovePeer}} {
-			if !strings.HasPrefix(e.path, "/") {
-				errs = append(errs, fmt.Errorf("the peers' %s path %q is not set: the API names it (api.PeerPaths)", e.what, e.path))
-			}
-		}
 	}
 	if c.MaxVoters < 1 {
 		errs = append(errs, fmt.Errorf("max voters %d must be at least 1", c.MaxVoters))

@@ -72,6 +72,9 @@ func New(cfg Config) (*Node, error) {
 	n.fwd = cfg.Forwarder
 	if n.fwd == nil {
 		n.fwd = n.peers
+		if cfg.PeerPaths.Apply == "" || cfg.PeerPaths.ReadIndex == "" {
+			n.log.Warn("no forwarding paths: as a follower this peer cannot pass writes or linearizable reads on to the leader; the wiring gives it the API's (api.PeerPaths)")
+		}
 	}
 
 	n.admit = newAdmission(n)
