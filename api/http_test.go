@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/corral-dev/corral/cluster/forward"
+	"github.com/corral-dev/corral/api"
 )
 
 func TestRequestID(t *testing.T) {
@@ -122,7 +122,7 @@ func TestAuth(t *testing.T) {
 				t.Errorf("reader %s %s: message %q should name the role and the fix", w.method, w.path, msg)
 			}
 		}
-		r := do(t, e.ts, "GET", forward.ReadIndexPath, readerToken, "", nil)
+		r := do(t, e.ts, "GET", api.ReadIndexPath, readerToken, "", nil)
 		if r.code != http.StatusForbidden {
 			t.Errorf("reader on an internal endpoint: got %s, want 403", r)
 		}

@@ -172,11 +172,11 @@ func TestRemovePeerEndpoint(t *testing.T) {
 		`{"name":"dead"}`: http.StatusNoContent, `{"name":"alive"}`: http.StatusConflict,
 		`{"name":"nobody"}`: http.StatusNotFound, `{"name":""}`: http.StatusBadRequest,
 	} {
-		if r := do(t, ts, "POST", cluster.RemovePeerPath, adminToken, body, nil); r.code != want {
+		if r := do(t, ts, "POST", wire.RemovePeerPath, adminToken, body, nil); r.code != want {
 			t.Errorf("%s: %s, want %d", body, r, want)
 		}
 	}
-	if r := do(t, ts, "POST", cluster.RemovePeerPath, readerToken, `{"name":"dead"}`, nil); r.code != http.StatusForbidden {
+	if r := do(t, ts, "POST", wire.RemovePeerPath, readerToken, `{"name":"dead"}`, nil); r.code != http.StatusForbidden {
 		t.Errorf("reader: %s", r)
 	}
 }

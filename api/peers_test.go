@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/api"
-	"github.com/corral-dev/corral/api/admin"
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
@@ -42,20 +41,20 @@ func TestPeerEndpointsAcceptOnlyPeers(t *testing.T) {
 	e := newEnv(t)
 	before := e.digest()
 	for _, tok := range []string{adminToken, readerToken, "", "not-a-token-at-all"} {
-		if r := do(t, e.ts, "POST", forward.ApplyPath, tok, flavorCommand(t, "by-user"), nil); r.code != http.StatusForbidden {
+		if r := do(t, e.ts, "POST", api.ApplyPath, tok, flavorCommand(t, "by-user"), nil); r.code != http.StatusForbidden {
 			t.Errorf("apply with token %q: %s, want 403", tok, r)
 		}
-		if r := do(t, e.ts, "GET", forward.ReadIndexPath, tok, "", nil); r.code != http.StatusForbidden {
+		if r := do(t, e.ts, "GET", api.ReadIndexPath, tok, "", nil); r.code != http.StatusForbidden {
 			t.Errorf("read-index with token %q: %s, want 403", tok, r)
 		}
 	}
-	if r := do(t, e.ts, "GET", forward.ReadIndexPath, adminToken, "", nil); !strings.Contains(string(r.body), "peers only") {
+	if r := do(t, e.ts, "GET", api.ReadIndexPath, adminToken, "", nil); !strings.Contains(string(r.body), "peers only") {
 		t.Errorf("the refusal does not say the endpoint is for peers: %s", r)
 	}
 	if e.digest() != before {
 		t.Fatal("a user's token wrote to the log through the peers' endpoint")
 	}
-	if r := do(t, e.ts, "POST", forward.ApplyPath, clustertest.PeerToken, flavorCommand(t, "by-peer"), nil); r.code != http.StatusOK {
+	if r := do(t, e.ts, "POST", api.ApplyPath, clustertest.PeerToken, flavorCommand(t, "by-peer"), nil); r.code != http.StatusOK {
 		t.Fatalf("apply with the peer token: %s", r)
 	}
 	if _, err := e.peer.Node.Store().Flavor("by-peer"); err != nil {
@@ -78,10 +77,10 @@ func TestPeerEndpointsRefuseKeystoneAdmin(t *testing.T) {
 		t.Fatalf("a Keystone admin on the public API: %s", r)
 	}
 	validated := e.ks.validates.Load()
-	if r := do(t, e.ts, "GET", forward.ReadIndexPath, "ks-admin", "", nil); r.code != http.StatusForbidden {
+	if r := do(t, e.ts, "GET", api.ReadIndexPath, "ks-admin", "", nil); r.code != http.StatusForbidden {
 		t.Fatalf("a Keystone admin on read-index: %s, want 403", r)
 	}
-	if r := do(t, e.ts, "POST", forward.ApplyPath, "ks-admin", flavorCommand(t, "by-keystone"), nil); r.code != http.StatusForbidden {
+	if r := do(t, e.ts, "POST", api.ApplyPath, "ks-admin", flavorCommand(t, "by-keystone"), nil); r.code != http.StatusForbidden {
 		t.Fatalf("a Keystone admin on apply: %s, want 403", r)
 	}
 	if n := e.ks.validates.Load(); n != validated {
@@ -95,13 +94,13 @@ func TestPeerEndpointsBodyLimit(t *testing.T) {
 	p := startCluster(t, 1).Leader(10 * time.Second)
 	ts := serveLimited(t, p, api.Config{Limits: core.Limits{MaxBodyBytes: 2048}})
 	big := flavorCommand(t, strings.Repeat("x", 4096))
-	for _, path := range []string{forward.ApplyPath, admin.PeerKeyringPath, cluster.PeerRemovePeerPath} {
+	for _, path := range []string{api.ApplyPath, api.PeerKeyringPath, api.PeerRemovePeerPath} {
 		if r := do(t, ts, "POST", path, clustertest.PeerToken, big, nil); r.code != http.StatusRequestEntityTooLarge {
 			t.Errorf("POST %s with %d bytes: %s, want 413", path, len(big), r)
 		}
 	}
 	// Without a Content-Length, the limit holds while the command is read.
-	req, _ := http.NewRequest("POST", ts.URL+forward.ApplyPath, bytes.NewBufferString(big))
+	req, _ := http.NewRequest("POST", ts.URL+api.ApplyPath, bytes.NewBufferString(big))
 	req.ContentLength = -1
 	req.Header.Set("X-Auth-Token", clustertest.PeerToken)
 	resp, err := http.DefaultClient.Do(req)
@@ -110,9 +109,9 @@ func TestPeerEndpointsBodyLimit(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("POST %s, chunked, with %d bytes: %d, want 413", forward.ApplyPath, len(big), resp.StatusCode)
+		t.Errorf("POST %s, chunked, with %d bytes: %d, want 413", api.ApplyPath, len(big), resp.StatusCode)
 	}
-	if r := do(t, ts, "POST", forward.ApplyPath, clustertest.PeerToken, flavorCommand(t, "small"), nil); r.code != http.StatusOK {
+	if r := do(t, ts, "POST", api.ApplyPath, clustertest.PeerToken, flavorCommand(t, "small"), nil); r.code != http.StatusOK {
 		t.Fatalf("a command under the limit: %s", r)
 	}
 }
@@ -192,14 +191,14 @@ func TestPeerEndpointsOverTLS(t *testing.T) {
 	other := ca.peer("p2")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := forward.NewClient("", other.ForwardClient()).ReadIndex(ctx, addr, false); err != nil {
+	if _, err := forward.NewClient("", other.ForwardClient(), api.PeerPaths().Paths).ReadIndex(ctx, addr, false); err != nil {
 		t.Fatalf("a peer's certificate on read-index: %v", err)
 	}
-	if _, err := forward.NewClient("", other.ForwardClient()).Apply(ctx, addr, []byte(flavorCommand(t, "over-tls"))); err != nil {
+	if _, err := forward.NewClient("", other.ForwardClient(), api.PeerPaths().Paths).Apply(ctx, addr, []byte(flavorCommand(t, "over-tls"))); err != nil {
 		t.Fatalf("a peer's certificate on apply: %v", err)
 	}
 	// With TLS the certificate is the credential, whatever token comes with it.
-	if _, err := forward.NewClient(adminToken, other.ForwardClient()).ReadIndex(ctx, addr, false); err != nil {
+	if _, err := forward.NewClient(adminToken, other.ForwardClient(), api.PeerPaths().Paths).ReadIndex(ctx, addr, false); err != nil {
 		t.Fatalf("a peer's certificate with a user's token on read-index: %v", err)
 	}
 	// Users: the CLI's certificate with an admin token, or the peer token
@@ -213,7 +212,7 @@ func TestPeerEndpointsOverTLS(t *testing.T) {
 		"no certificate and peer token":      {&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.client("x").RootCAs}, clustertest.PeerToken},
 	} {
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc.cfg}, Timeout: 10 * time.Second}
-		req, _ := http.NewRequest("GET", ts.URL+forward.ReadIndexPath, nil)
+		req, _ := http.NewRequest("GET", ts.URL+api.ReadIndexPath, nil)
 		req.Header.Set("X-Auth-Token", tc.token)
 		resp, err := hc.Do(req)
 		if err != nil {

@@ -5,11 +5,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/corral-dev/corral/api/admin"
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/api/nova"
 	"github.com/corral-dev/corral/api/placement"
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/wire"
 )
@@ -41,8 +39,8 @@ func (s *Server) routeTable() []route {
 	)
 	const nova, pl = wire.ComputePrefix, wire.PlacementPrefix
 	hosts, owners, keyring, snapshot := wire.HostsPath, wire.OwnersPath, wire.KeyringPath, wire.SnapshotPath
-	peerKeyring, peerSnapshot := admin.PeerKeyringPath, cluster.PeerSnapshotPath
-	internal := echo.WrapHandler(forward.NewHandler(s.c))
+	peerKeyring, peerSnapshot := core.PeerKeyringPath, core.PeerSnapshotPath
+	internal := echo.WrapHandler(forward.NewHandler(s.c, core.ForwardPaths))
 	n, p, a := s.nova, s.placement, s.admin
 	return []route{
 		// Health, readiness and metrics (api/core).
@@ -82,13 +80,13 @@ func (s *Server) routeTable() []route {
 		// The peers' endpoints: forwarding to the leader (cluster/forward),
 		// and the operator calls a peer relays after it authorized the
 		// user. Only a peer's identity passes (api/core/peers.go).
-		{post, forward.ApplyPath, internal, peers, nil},
-		{get, forward.ReadIndexPath, internal, peers, nil},
+		{post, core.ApplyPath, internal, peers, nil},
+		{get, core.ReadIndexPath, internal, peers, nil},
 		{get, peerKeyring, a.KeyringLocal, peers, nil},
 		{post, peerKeyring, a.KeyringLocal, peers, nil},
 		{put, peerKeyring, a.KeyringLocal, peers, nil},
 		{del, peerKeyring, a.KeyringLocal, peers, nil},
-		{post, cluster.PeerRemovePeerPath, a.RemovePeer, peers, nil},
+		{post, core.PeerRemovePeerPath, a.RemovePeer, peers, nil},
 		{get, peerSnapshot, a.Snapshot, peers, nil},
 		{post, peerSnapshot, a.Snapshot, peers, nil},
 

@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/api/core"
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/wire"
 )
 
 // TestRouteTableRoles holds every route to the role its table line names:
@@ -105,14 +103,5 @@ func TestRouteTableRoles(t *testing.T) {
 	}
 	if p.Node.Store().Digest() != before {
 		t.Error("requests refused by role changed the state")
-	}
-}
-
-// TestOperatorPathsAgree: the cluster still names the operator endpoints
-// it relays to the leader; the route table mounts them at the wire
-// package's paths, which clients call. The two must be the same.
-func TestOperatorPathsAgree(t *testing.T) {
-	if wire.RemovePeerPath != cluster.RemovePeerPath || wire.SnapshotPath != cluster.SnapshotPath {
-		t.Fatalf("wire %s, %s; cluster %s, %s", wire.RemovePeerPath, wire.SnapshotPath, cluster.RemovePeerPath, cluster.SnapshotPath)
 	}
 }

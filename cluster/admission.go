@@ -27,7 +27,7 @@ const admissionRecheck = 10 * time.Second
 //     address. Its gossip and raft addresses must be on one host (a peer
 //     binds one address for both).
 //   - Without TLS, a member is admitted when its gossip metadata is sealed
-//     with the peer token for its name and gossip address (peerauth.go).
+//     with the peer token for its name and gossip address (peersecret.go).
 //
 // With gossip encryption, memberlist itself drops machines without a key
 // of the keyring before any of this.

@@ -9,22 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/corral-dev/corral/cluster/forward"
 )
-
-// RemovePeerPath is the operator endpoint that removes a raft server.
-const RemovePeerPath = "/v1/operator/raft/remove-peer"
-
-// PeerRemovePeerPath is where a follower passes a removal on to the
-// leader: a peers' endpoint (the user was authorized by the follower).
-const PeerRemovePeerPath = forward.PathPrefix + "remove-peer"
-
-// ErrPeerAlive refuses to remove a peer that gossip shows alive.
-var ErrPeerAlive = errors.New("the peer is alive: stop it, or make it leave with `corral leave`, before removing it from raft")
-
-// ErrUnknownPeer is a remove-peer of a name not in the raft configuration.
-var ErrUnknownPeer = errors.New("no such raft server: see `corral raft status` for the voters and non-voters")
 
 // quorum is the number of voters a configuration of n voters needs.
 func quorum(n int) int { return n/2 + 1 }
@@ -88,7 +73,12 @@ func (n *Node) RemovePeer(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		return n.CallPeer(ctx, api, http.MethodPost, PeerRemovePeerPath, map[string]string{"name": name}, nil)
+		// The leader's peers' endpoint (Config.PeerPaths): the user was
+		// authorized here.
+		if n.cfg.PeerPaths.RemovePeer == "" {
+			return fmt.Errorf("remove %s: this peer has no path to pass the removal on to the leader", name)
+		}
+		return n.CallPeer(ctx, api, http.MethodPost, n.cfg.PeerPaths.RemovePeer, map[string]string{"name": name}, nil)
 	}
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {

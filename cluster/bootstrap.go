@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/raft"
 )
 
@@ -21,25 +22,28 @@ func (n *Node) joinLoop() {
 	if len(addrs) == 0 {
 		return
 	}
-	backoff := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
+	attempt := 0
+	k, err := backoff.Retry(n.ctx, func() (int, error) {
+		attempt++
 		k, err := n.gossip.join(addrs)
-		if err == nil || k > 0 {
-			n.log.Info("joined gossip", "contacted", k, "via", addrs)
-			return
+		if err != nil && k == 0 {
+			return 0, err
 		}
+		return k, nil
+	}, backoff.WithBackOff(joinBackOff()), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, _ time.Duration) {
 		if attempt == 1 || attempt%10 == 0 {
 			n.log.Warn("cannot join gossip yet; retrying", "join", addrs, "attempt", attempt, "err", err)
 		}
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		if backoff < 2*time.Second {
-			backoff *= 2
-		}
+	}))
+	if err == nil {
+		n.log.Info("joined gossip", "contacted", k, "via", addrs)
 	}
+}
+
+// joinBackOff is the wait between attempts to join gossip: 200 ms,
+// doubling up to 3.2 s, until this peer stops.
+func joinBackOff() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 3200 * time.Millisecond}
 }
 
 // bootstrapLoop implements --bootstrap-expect like Consul and Nomad: when

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -229,4 +231,38 @@ func TestDeadPeerMarkedDown(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A write that certainly did not reach a leader is retried until the
+// caller's deadline, then answered with the last reason; a peer that stops
+// meanwhile answers ErrShutdown.
+func TestProposeRetriesUntilTheDeadline(t *testing.T) {
+	h := clustertest.Start(t, 3, clustertest.Options{})
+	leader := h.Leader(10 * time.Second)
+	cut := h.Followers(leader)[0]
+	h.Partition(cut.Name)
+	start := time.Now()
+	_, err := cut.Node.Propose(ctxT(t, 1500*time.Millisecond), flavor("cut-off"))
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "gave up after") ||
+		!(errors.Is(err, cluster.ErrNoLeader) || errors.Is(err, cluster.ErrNotLeader) || errors.Is(err, forward.ErrNotDelivered)) {
+		t.Fatalf("write from a partitioned peer: %v; want the last retryable reason, given up at the deadline", err)
+	}
+	if took < 1400*time.Millisecond {
+		t.Fatalf("gave up after %s, before the 1.5 s deadline", took)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := cut.Node.Propose(ctxT(t, time.Minute), flavor("stopping"))
+		done <- err
+	}()
+	h.Kill(cut.Name)
+	select {
+	case err := <-done:
+		if !errors.Is(err, cluster.ErrShutdown) {
+			t.Fatalf("write on a stopping peer: %v, want ErrShutdown", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a write on a stopped peer is still retried")
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/cluster/tlsutil"
 	"github.com/corral-dev/corral/fsm"
 )
@@ -70,6 +71,15 @@ func DefaultGossipTimings() GossipTimings {
 		GossipInterval:   100 * time.Millisecond,
 		PushPullInterval: 15 * time.Second,
 	}
+}
+
+// PeerPaths are the HTTP paths of the peers' endpoints a peer calls on
+// another peer's API: forwarding (a follower's writes and read indexes),
+// and a follower passing a snapshot or a raft removal on to the leader.
+type PeerPaths struct {
+	forward.Paths
+	Snapshot   string
+	RemovePeer string
 }
 
 // Config configures one peer.
@@ -133,6 +143,11 @@ type Config struct {
 	// Settings are this peer's values of cluster-wide settings, advertised
 	// in gossip (see Node.AgreedSetting).
 	Settings map[string]string
+	// PeerPaths are where the peers' APIs serve the endpoints this peer
+	// calls on another: the API names them (api.PeerPaths). Without them a
+	// follower cannot forward (unless Forwarder replaces HTTP forwarding)
+	// nor pass snapshots and raft removals on to the leader.
+	PeerPaths PeerPaths
 
 	// Test seams. Transport replaces the TCP transport (raft.InmemTransport);
 	// InmemStore keeps the raft log in memory; Forwarder replaces HTTP

@@ -39,3 +39,19 @@ var (
 	// own name (rpcguard.go).
 	ErrRPCSender = errors.New("raft RPC sent in another peer's name")
 )
+
+// Operator errors.
+var (
+	// ErrPeerAlive refuses to remove a peer that gossip shows alive.
+	ErrPeerAlive = errors.New("the peer is alive: stop it, or make it leave with `corral leave`, before removing it from raft")
+	// ErrUnknownPeer is a remove-peer of a name not in the raft configuration.
+	ErrUnknownPeer = errors.New("no such raft server: see `corral raft status` for the voters and non-voters")
+	// ErrBadSnapshot marks a snapshot file that cannot be restored.
+	ErrBadSnapshot = errors.New("unusable snapshot file")
+	// ErrNothingToRecover is a recover on a data dir without raft state.
+	ErrNothingToRecover = errors.New("the data dir holds no raft state: run recover on the data dir of a peer that was a member")
+	// ErrBadKey is a gossip key that is not base64 of 32 bytes.
+	ErrBadKey = errors.New("invalid gossip encryption key: want the base64 encoding of 32 random bytes (make one with `corral keygen`)")
+	// ErrEncryptionOff is a keyring operation on a peer without gossip encryption.
+	ErrEncryptionOff = errors.New("gossip encryption is off on this peer: set [gossip] encrypt (from `corral keygen`) on every peer and restart them one at a time")
+)

@@ -51,7 +51,7 @@ type memberState struct {
 	Meta    memberMeta
 	Changed time.Time
 	// Sealed: the metadata carries a valid MAC made with this cluster's
-	// peer token for this name and gossip address (peerauth.go).
+	// peer token for this name and gossip address (peersecret.go).
 	Sealed bool
 }
 

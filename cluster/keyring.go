@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -21,14 +20,6 @@ const GossipKeySize = 32
 // first, so that a rotated keyring survives a restart ([gossip] encrypt
 // only seeds it).
 const keyringFile = "gossip.keyring"
-
-// Keyring errors.
-var (
-	// ErrBadKey is a gossip key that is not base64 of 32 bytes.
-	ErrBadKey = errors.New("invalid gossip encryption key: want the base64 encoding of 32 random bytes (make one with `corral keygen`)")
-	// ErrEncryptionOff is a keyring operation on a peer without gossip encryption.
-	ErrEncryptionOff = errors.New("gossip encryption is off on this peer: set [gossip] encrypt (from `corral keygen`) on every peer and restart them one at a time")
-)
 
 // ParseGossipKey decodes a base64 gossip key and checks its length.
 func ParseGossipKey(s string) ([]byte, error) {
@@ -191,22 +182,4 @@ func (n *Node) KeyringLocal(op, key string) (KeyringStatus, error) {
 		st.Keys = append(st.Keys, base64.StdEncoding.EncodeToString(k))
 	}
 	return st, nil
-}
-
-// PeerAPIs returns the API address of every live admitted member, this
-// peer included, by name.
-func (n *Node) PeerAPIs() map[string]string {
-	out := map[string]string{}
-	for _, m := range n.counted(n.gossip.snapshot()) {
-		if m.Status == MemberAlive && m.Meta.APIAddr != "" {
-			out[m.Name] = m.Meta.APIAddr
-		}
-	}
-	return out
-}
-
-// CallPeer sends a JSON request to another peer's API (host:port) with
-// the peers' token, over HTTPS when TLS is on.
-func (n *Node) CallPeer(ctx context.Context, api, method, path string, in, out any) error {
-	return n.peers.Call(ctx, api, method, path, in, out)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/raft"
 )
 
@@ -52,20 +53,12 @@ func (n *Node) leadershipLoop(notify <-chan bool) {
 // gossip event.
 func (n *Node) leaderLoop(ctx context.Context) {
 	term := n.raft.CurrentTerm()
-	for {
-		err := n.barrier(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			break
-		}
-		n.log.Warn("leader barrier failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		return struct{}{}, n.barrier(ctx)
+	}, backoff.WithBackOff(backoff.NewConstantBackOff(100*time.Millisecond)), backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, _ time.Duration) { n.log.Warn("leader barrier failed; retrying", "err", err) }))
+	if err != nil || ctx.Err() != nil {
+		return // leadership ended
 	}
 	n.readyTerm.Store(term)
 	// Every failure timer starts afresh with this leadership: nobody is

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"sync"
 	"syscall"
@@ -49,16 +50,15 @@ func newLiveness() *liveness {
 		poke: make(chan struct{}, 1)}
 }
 
-// backSince returns when host, after a run of refusals, accepted
-// connections again.
-func (lv *liveness) backSince(host string) (time.Time, bool) {
+// snapshot returns copies of the runs of refusals and of the times hosts
+// accepted connections again, for the judge.
+func (lv *liveness) snapshot() (map[string]refusals, map[string]time.Time) {
 	if lv == nil {
-		return time.Time{}, false
+		return nil, nil
 	}
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
-	t, ok := lv.back[host]
-	return t, ok
+	return maps.Clone(lv.refused), maps.Clone(lv.back)
 }
 
 // refusals is a run of probes of one host that were refused, or that
@@ -66,17 +66,6 @@ func (lv *liveness) backSince(host string) (time.Time, bool) {
 // probe accepted in between.
 type refusals struct {
 	first, last time.Time // the first and the latest refused probe
-}
-
-// refusedRun returns the host's run of refusals, if it is in one.
-func (lv *liveness) refusedRun(host string) (refusals, bool) {
-	if lv == nil {
-		return refusals{}, false
-	}
-	lv.mu.Lock()
-	defer lv.mu.Unlock()
-	r, ok := lv.refused[host]
-	return r, ok
 }
 
 // livenessTarget is a host the leader probes.

@@ -23,8 +23,8 @@ func (n *Node) SetMirrorSync(m MirrorSync) {
 	n.mirror.Store(&m)
 }
 
-// refreshNodes runs one node sync pass for fsm.Store.Decide; without a
-// MirrorSync it does nothing.
+// refreshNodes runs one node sync pass for the decider (decide.go);
+// without a MirrorSync it does nothing.
 func (n *Node) refreshNodes(ctx context.Context) error {
 	m := n.mirror.Load()
 	if m == nil {

@@ -30,6 +30,8 @@ type Node struct {
 	keyring *keyring // nil: gossip encryption off
 	peers   *forward.Client
 	gate    *voteGate // refuses votes until a peer that started empty has caught up
+	// decisions takes the leader's decisions one at a time (decide.go).
+	decisions *decider
 
 	// readyTerm is the term in which this peer, as leader, committed a
 	// barrier: from then on its commit index covers every earlier write.
@@ -53,6 +55,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("invalid cluster configuration: %w", err)
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("peer", cfg.Name), store: cfg.Store}
+	n.decisions = newDecider(n.store, n)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	m, err := newMetrics(cfg.Registry, n)
 	if err != nil {
@@ -65,10 +68,13 @@ func New(cfg Config) (*Node, error) {
 	if cfg.TLS != nil {
 		token, tc = "", cfg.TLS.ForwardClient()
 	}
-	n.peers = forward.NewClient(token, tc)
+	n.peers = forward.NewClient(token, tc, cfg.PeerPaths.Paths)
 	n.fwd = cfg.Forwarder
 	if n.fwd == nil {
 		n.fwd = n.peers
+		if cfg.PeerPaths.Apply == "" || cfg.PeerPaths.ReadIndex == "" {
+			n.log.Warn("no forwarding paths: as a follower this peer cannot pass writes or linearizable reads on to the leader; the wiring gives it the API's (api.PeerPaths)")
+		}
 	}
 
 	n.admit = newAdmission(n)

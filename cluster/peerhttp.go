@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"net/http"
@@ -32,4 +33,22 @@ func (n *Node) AuthenticatePeer(r *http.Request) (string, error) {
 // no user's credential: the API refuses it on every other route.
 func (n *Node) IsPeerToken(tok string) bool {
 	return n.cfg.PeerToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(n.cfg.PeerToken)) == 1
+}
+
+// PeerAPIs returns the API address of every live admitted member, this
+// peer included, by name.
+func (n *Node) PeerAPIs() map[string]string {
+	out := map[string]string{}
+	for _, m := range n.counted(n.gossip.snapshot()) {
+		if m.Status == MemberAlive && m.Meta.APIAddr != "" {
+			out[m.Name] = m.Meta.APIAddr
+		}
+	}
+	return out
+}
+
+// CallPeer sends a JSON request to another peer's API (host:port) with
+// the peers' token, over HTTPS when TLS is on.
+func (n *Node) CallPeer(ctx context.Context, api, method, path string, in, out any) error {
+	return n.peers.Call(ctx, api, method, path, in, out)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/raft"
 
 	"github.com/corral-dev/corral/cluster/forward"
@@ -51,29 +52,39 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (uint64, error) {
 		ctx, cancel = context.WithTimeout(ctx, 2*n.cfg.Raft.ApplyTimeout)
 		defer cancel()
 	}
-	backoff := 10 * time.Millisecond
-	for {
+	// Retried while the write was certainly not applied (no leader, or
+	// not delivered), until ctx ends or this peer stops.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.ctx, cancel)()
+	var last error // the latest attempt's
+	idx, err := backoff.Retry(rctx, func() (uint64, error) {
 		idx, err := n.proposeOnce(ctx, cmd)
-		if err == nil {
-			if werr := n.waitApplied(ctx, idx); werr != nil {
-				return idx, fmt.Errorf("write committed at index %d but not yet applied on %s: %w", idx, n.cfg.Name, werr)
-			}
-			return idx, nil
+		last = err
+		if err != nil && !retryable(err) {
+			return 0, backoff.Permanent(err)
 		}
-		if !retryable(err) {
-			return 0, err
+		return idx, err
+	}, backoff.WithBackOff(proposeBackOff()), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		switch {
+		case !retryable(last):
+			return 0, last
+		case ctx.Err() != nil:
+			return 0, fmt.Errorf("%w (gave up after %s)", last, time.Since(start).Round(time.Millisecond))
 		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("%w (gave up after %s)", err, time.Since(start).Round(time.Millisecond))
-		case <-n.ctx.Done():
-			return 0, ErrShutdown
-		case <-time.After(backoff):
-		}
-		if backoff < 200*time.Millisecond {
-			backoff *= 2
-		}
+		return 0, ErrShutdown
 	}
+	if werr := n.waitApplied(ctx, idx); werr != nil {
+		return idx, fmt.Errorf("write committed at index %d but not yet applied on %s: %w", idx, n.cfg.Name, werr)
+	}
+	return idx, nil
+}
+
+// proposeBackOff is the wait between attempts of a write: 10 ms, doubling
+// up to 320 ms (an election takes about a second).
+func proposeBackOff() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Millisecond, Multiplier: 2, MaxInterval: 320 * time.Millisecond}
 }
 
 // retryable errors are those where the write was certainly not applied.
@@ -90,26 +101,33 @@ func (n *Node) proposeOnce(ctx context.Context, cmd fsm.Command) (uint64, error)
 	return n.forwardApply(ctx, cmd)
 }
 
-// applyLocal commits cmd from the leader. Its one call into the state
-// machine is fsm.Store.Decide: a command that carries the leader's
-// decisions (a new server's owner and claim, a reassignment plan) is
-// decided there on the current state, one at a time, and decided again
-// until it holds or nothing fits, the node mirror refreshed once before
-// "No valid host"; every attempt is committed by applyOnce.
+// applyLocal commits cmd from the leader. A command that carries the
+// leader's decisions (a new server's owner and claim, a reassignment
+// plan) goes through the decider (decide.go): scheduled by fsm on the
+// current state, one at a time, and decided again until it holds or
+// nothing fits, the node mirror refreshed once before "No valid host";
+// every attempt is committed by commit.
 //
 // New servers are decided in batches (one fsm.CreateServers entry for all
 // those waiting) once every live peer advertises that it can apply that
 // entry: an older peer would stop at it. A server action is committed
 // with its request id (fsm.RequestServerActionWithID) on the same terms.
 func (n *Node) applyLocal(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	idx, _, err := n.applyLocalValue(ctx, cmd)
+	return idx, err
+}
+
+// applyLocalValue is applyLocal that also returns the entry's value (the
+// fsm.Result's Value).
+func (n *Node) applyLocalValue(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
 	if ra, ok := cmd.(*fsm.RequestServerAction); ok && n.CommandKnown(fsm.CmdRequestServerActionWithID) {
 		cmd = &fsm.RequestServerActionWithID{RequestServerAction: *ra}
 	}
-	l := fsm.Leader{Avoid: n.goneHosts(), Commit: n.applyOnce, RefreshNodes: n.refreshNodes}
-	if _, ok := cmd.(*fsm.CreateServer); ok && n.CommandKnown(fsm.CmdCreateServers) {
-		l.CommitBatch = n.applyOnceValue
+	if !fsm.Decides(cmd) {
+		return n.commit(ctx, cmd)
 	}
-	return n.store.Decide(ctx, cmd, l)
+	_, create := cmd.(*fsm.CreateServer)
+	return n.decisions.decide(ctx, cmd, n.goneHosts(), create && n.CommandKnown(fsm.CmdCreateServers))
 }
 
 // settingCommands is advertised in gossip by every peer: the command types
@@ -134,16 +152,10 @@ func (n *Node) CommandKnown(t fsm.CommandType) bool {
 	return seen
 }
 
-// applyOnce stamps cmd with the leader's clock and commits it through raft;
-// it returns once this peer applied it, with Apply's business error.
-func (n *Node) applyOnce(ctx context.Context, cmd fsm.Command) (uint64, error) {
-	idx, _, err := n.applyOnceValue(ctx, cmd)
-	return idx, err
-}
-
-// applyOnceValue is applyOnce that also returns the entry's value (the
-// fsm.Result's Value).
-func (n *Node) applyOnceValue(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
+// commit stamps cmd with the leader's clock and commits it through raft;
+// it returns once this peer applied it, with the entry's value (the
+// fsm.Result's Value) and Apply's business error.
+func (n *Node) commit(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
 	cmd.Header().At = time.Now().UTC()
 	data, err := fsm.Encode(cmd)
 	if err != nil {

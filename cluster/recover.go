@@ -14,9 +14,6 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
-// ErrNothingToRecover is a recover on a data dir without raft state.
-var ErrNothingToRecover = errors.New("the data dir holds no raft state: run recover on the data dir of a peer that was a member")
-
 // Recover rebuilds a cluster that lost its quorum from the data dir of
 // one survivor, with the agent stopped (the peers.json idea): the raft
 // configuration becomes this one peer alone, as a voter, keeping every

@@ -15,25 +15,14 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
 )
-
-// SnapshotPath is the operator endpoint of backups: GET saves, POST restores.
-const SnapshotPath = "/v1/operator/snapshot"
-
-// PeerSnapshotPath is where a follower passes a snapshot request on to the
-// leader: a peers' endpoint (the user was authorized by the follower).
-const PeerSnapshotPath = forward.PathPrefix + "snapshot"
 
 // snapshotMagic opens every snapshot file.
 const snapshotMagic = "corral-snapshot v1\n"
 
 // MaxSnapshotBytes bounds the state a snapshot file may carry.
 const MaxSnapshotBytes = 1 << 30
-
-// ErrBadSnapshot marks a snapshot file that cannot be restored.
-var ErrBadSnapshot = errors.New("unusable snapshot file")
 
 // SnapshotHeader describes a snapshot file: the raft index and term it
 // covers, and the size and SHA-256 of the state that follows it.
@@ -179,11 +168,15 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (SnapshotHeader
 
 // ProxySnapshot sends a snapshot request on to the leader's API and
 // returns its answer (the caller closes the body): a follower's end of
-// GET and POST SnapshotPath, through the leader's PeerSnapshotPath.
+// the operator's snapshot endpoint, through the leader's peers' endpoint
+// (Config.PeerPaths: the user was authorized here).
 func (n *Node) ProxySnapshot(ctx context.Context, method string, body io.Reader) (*http.Response, error) {
 	api, err := n.leaderAPI()
 	if err != nil {
 		return nil, err
 	}
-	return n.peers.Raw(ctx, api, method, PeerSnapshotPath, body)
+	if n.cfg.PeerPaths.Snapshot == "" {
+		return nil, errors.New("this peer has no path to pass the snapshot request on to the leader")
+	}
+	return n.peers.Raw(ctx, api, method, n.cfg.PeerPaths.Snapshot, body)
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/wire"
 )
 
 // TestScaleAgentsBenchmark runs three real `corral agent` processes
@@ -89,7 +89,7 @@ func TestScaleAgentsBenchmark(t *testing.T) {
 	// Snapshot through the operator API (the leader writes it).
 	snapStart := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	body, _, err := c.Agents[0].Client().Raw(ctx, http.MethodGet, cluster.SnapshotPath, nil)
+	body, _, err := c.Agents[0].Client().Raw(ctx, http.MethodGet, wire.SnapshotPath, nil)
 	cancel()
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)

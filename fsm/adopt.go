@@ -44,15 +44,12 @@ type AdoptServer struct {
 // Type implements Command.
 func (*AdoptServer) Type() CommandType { return CmdAdoptServer }
 
-func (c *AdoptServer) avoid(hosts []string) { c.Avoid = hosts }
-
-func (c *AdoptServer) reset() { c.Host = "" }
-
-// prepare chooses the owner (leader only, before proposing).
-func (c *AdoptServer) prepare(st *state) {
-	if c.Host == "" {
-		c.Host = sched.ChooseHost(placementCandidates(st, KindIronic, c.Avoid...), c.ID)
-	}
+// decided chooses the owner (leader only, before proposing).
+func (c *AdoptServer) decided(st *state, avoid []string) (Command, []bool) {
+	d := *c
+	d.Avoid = avoiding(c.Avoid, avoid)
+	d.Host = sched.ChooseHost(placementCandidates(st, KindIronic, d.Avoid...), d.ID)
+	return &d, []bool{false}
 }
 
 func init() {

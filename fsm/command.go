@@ -1,21 +1,11 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-)
-
-// Sentinel errors. Errors returned by this package wrap one of them; test with
-// errors.Is.
-var (
-	ErrNotFound       = errors.New("not found")
-	ErrConflict       = errors.New("conflict")
-	ErrInvalid        = errors.New("invalid")
-	ErrUnknownCommand = errors.New("unknown command type")
 )
 
 // CommandType is the first byte of every encoded command. See the package

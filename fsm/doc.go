@@ -24,7 +24,10 @@
 //     which is worse than stopping.
 //
 // Adding a command takes one call to register in an init function of the
-// file that owns the entity, next to the command's type and apply function.
+// file that owns the entity, next to the command's type and apply function;
+// the Store's reads of an entity live in that file too (host.go, flavor.go,
+// server.go, node.go, reservation.go, keypair.go, providers.go), and the
+// package's sentinel errors in errors.go.
 //
 // # Determinism
 //
@@ -44,12 +47,15 @@
 //
 // Some commands carry a decision the leader takes from the current state
 // before proposing — the owner and claim of a new server, a reassignment
-// plan — so that Apply only validates it. Store.Decide is the leader's one
-// call for that: it decides (through fsm/sched, which owns every
-// scheduling rule), commits through the function the leader passes, takes
-// decisions one at a time and decides again when Apply answers
-// ErrStaleDecision. fsm imports fsm/sched and fsm/placement; neither
-// imports fsm.
+// plan — so that Apply only validates it. Store.Schedule takes those
+// decisions (through fsm/sched, which owns every scheduling rule): a
+// read-only function of the state that returns the command to commit,
+// the servers of a CreateServers decided together. When an entry applied
+// in between took what a decision chose, Apply answers ErrStaleDecision.
+// Everything else — one decision at a time, batching, deciding again, the
+// node mirror's refresh before "No valid host" — is the leader's
+// (cluster): fsm holds no queue, lock or context of the leader. fsm
+// imports fsm/sched and fsm/placement; neither imports fsm.
 //
 // # Snapshots
 //

@@ -287,3 +287,38 @@ func loadFlavorRecord(st *state, body []byte) error {
 	st.flavorNames[f.Name] = f.ID
 	return nil
 }
+
+// Flavors returns every flavor, sorted by ID.
+func (s *Store) Flavors() []Flavor {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Flavor, 0, len(s.st.flavors))
+	for _, f := range s.st.flavors {
+		out = append(out, cloneFlavor(f))
+	}
+	slices.SortFunc(out, func(a, b Flavor) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Flavor returns the flavor with the given ID or an error wrapping ErrNotFound.
+func (s *Store) Flavor(id string) (Flavor, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.st.flavors[id]
+	if !ok {
+		return Flavor{}, errFlavorNotFound(id)
+	}
+	return cloneFlavor(f), nil
+}
+
+// FlavorByName returns the flavor with the given name or an error wrapping
+// ErrNotFound.
+func (s *Store) FlavorByName(name string) (Flavor, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok := s.st.flavorNames[name]
+	if !ok {
+		return Flavor{}, fmt.Errorf("%w: no flavor is named %s: list flavors to see the existing names", ErrNotFound, name)
+	}
+	return cloneFlavor(s.st.flavors[id]), nil
+}

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -194,4 +196,27 @@ func loadHostRecord(st *state, body []byte) error {
 	}
 	st.hosts[h.Name] = h
 	return nil
+}
+
+// Hosts returns every host, sorted by name.
+func (s *Store) Hosts() []Host {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Host, 0, len(s.st.hosts))
+	for _, h := range s.st.hosts {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Host returns the named host or an error wrapping ErrNotFound.
+func (s *Store) Host(name string) (Host, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.st.hosts[name]
+	if !ok {
+		return Host{}, errHostNotFound(name)
+	}
+	return h, nil
 }

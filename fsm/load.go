@@ -69,3 +69,10 @@ func recountHosts(servers map[string]Server) map[string]int {
 	}
 	return n
 }
+
+// HostLoad returns the number of live servers of every host.
+func (s *Store) HostLoad() map[string]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return hostLoad(s.st)
+}

@@ -184,3 +184,29 @@ func NormalizeResourceClass(raw string) string {
 	}
 	return s
 }
+
+// Nodes returns the Ironic node mirror, sorted by UUID.
+func (s *Store) Nodes() []Node {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Node, 0, len(s.st.nodes))
+	for _, id := range sortedKeys(s.st.nodes) {
+		out = append(out, cloneNode(s.st.nodes[id]))
+	}
+	return out
+}
+
+// Node returns one mirrored node or an error wrapping ErrNotFound.
+func (s *Store) Node(uuid string) (Node, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.st.nodes[uuid]
+	if !ok {
+		return Node{}, errNodeNotFound(uuid)
+	}
+	return cloneNode(n), nil
+}
+
+func errNodeNotFound(uuid string) error {
+	return wrapNotFound("Ironic node " + uuid + " is not in the mirror: it may not be synced yet")
+}

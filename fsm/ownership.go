@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/corral-dev/corral/fsm/sched"
 )
@@ -49,8 +50,6 @@ type ReassignServers struct {
 	// Avoid are hosts the plan must not use (dead to gossip, not yet down).
 	Avoid []string `json:"avoid,omitempty"`
 }
-
-func (c *ReassignServers) avoid(hosts []string) { c.Avoid = hosts }
 
 // Type implements Command.
 func (*ReassignServers) Type() CommandType { return CmdReassignServers }
@@ -109,22 +108,23 @@ func PlanReassign(st *state, host string, avoid ...string) []Move {
 	return moves
 }
 
-func (c *ReassignServers) reset() {
+// decided plans the moves of From's servers (leader only, before
+// proposing); the moves an operator named get the owner and epoch they
+// move from.
+func (c *ReassignServers) decided(st *state, avoid []string) (Command, []bool) {
+	d := *c
+	d.Avoid = avoiding(c.Avoid, avoid)
 	if c.From != "" {
-		c.Moves = nil
+		d.Moves = PlanReassign(st, d.From, d.Avoid...)
+		return &d, []bool{false}
 	}
-}
-
-func (c *ReassignServers) prepare(st *state) {
-	if len(c.Moves) == 0 && c.From != "" {
-		c.Moves = PlanReassign(st, c.From, c.Avoid...)
-		return
-	}
-	for i, m := range c.Moves {
+	d.Moves = slices.Clone(c.Moves)
+	for i, m := range d.Moves {
 		if s, ok := st.servers[m.ServerID]; ok && m.FromHost == "" {
-			c.Moves[i].FromHost, c.Moves[i].FromEpoch = s.Host, s.Epoch
+			d.Moves[i].FromHost, d.Moves[i].FromEpoch = s.Host, s.Epoch
 		}
 	}
+	return &d, []bool{false}
 }
 
 func applyReassignServers(st *state, c *ReassignServers) (any, error) {
@@ -158,4 +158,12 @@ func applyReassignServers(st *state, c *ReassignServers) (any, error) {
 		st.putServer(s)
 	}
 	return len(c.Moves), nil
+}
+
+// PlanReassign returns, without changing anything, the moves that would
+// take host's live servers elsewhere now (a dry run of a death or drain).
+func (s *Store) PlanReassign(host string, avoid ...string) []Move {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return PlanReassign(s.st, host, avoid...)
 }

@@ -191,3 +191,26 @@ func (st *state) finishLoad() error {
 	st.placement = ps
 	return nil
 }
+
+// LegacyInventory reports whether node providers report standard classes.
+func (s *Store) LegacyInventory() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.legacyInventory
+}
+
+// Placement returns a copy of the placement state, for reads that need
+// more than one call to be consistent.
+func (s *Store) Placement() *placement.Store {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.placement.Clone()
+}
+
+// PlacementRead runs f on the live placement state under the read lock;
+// f must not keep or change it.
+func (s *Store) PlacementRead(f func(p *placement.Store)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f(s.st.placement)
+}

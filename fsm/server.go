@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/fsm/sched"
 )
-
-// ErrFenced is returned when a command carries an owner epoch (or owner)
-// that is no longer the server's: the sender lost the server and must stop
-// touching it. It is a kind of ErrConflict.
-var ErrFenced = fmt.Errorf("%w: stale owner epoch", ErrConflict)
 
 // ServerStatus is Nova's server status.
 type ServerStatus string
@@ -165,10 +161,6 @@ type CreateServer struct {
 	UserData string `json:"user_data,omitempty"`
 }
 
-func (c *CreateServer) avoid(hosts []string) { c.Avoid = hosts }
-
-func (c *CreateServer) noCandidate() bool { return c.starved }
-
 // Type implements Command.
 func (*CreateServer) Type() CommandType { return CmdCreateServer }
 
@@ -218,13 +210,20 @@ func placementCandidates(st *state, kind string, avoid ...string) []sched.Candid
 	return out
 }
 
-func (c *CreateServer) reset() { c.Host, c.Claim, c.NoValidHost, c.starved = "", nil, "", false }
+// decided schedules the server (leader only, before proposing).
+func (c *CreateServer) decided(st *state, avoid []string) (Command, []bool) {
+	d := c.undecided(avoid)
+	schedule(st, d)
+	return d, []bool{d.starved}
+}
 
-// prepare schedules the server (leader only, before proposing).
-func (c *CreateServer) prepare(st *state) {
-	if c.Host == "" && c.NoValidHost == "" {
-		schedule(st, c)
-	}
+// undecided is a copy of c without the leader's decisions, avoiding
+// avoid when it is not empty.
+func (c *CreateServer) undecided(avoid []string) *CreateServer {
+	d := *c
+	d.Host, d.Claim, d.NoValidHost, d.starved = "", nil, "", false
+	d.Avoid = avoiding(c.Avoid, avoid)
+	return &d
 }
 
 const maxServerNameLen = 255
@@ -406,5 +405,77 @@ func cloneClaim(c map[string]map[string]int64) map[string]map[string]int64 {
 	for k, v := range c {
 		out[k] = maps.Clone(v)
 	}
+	return out
+}
+
+// Servers returns every server (deleted ones included), sorted by
+// creation time, then ID.
+func (s *Store) Servers() []Server {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Server, 0, len(s.st.servers))
+	for _, v := range s.st.servers {
+		out = append(out, cloneServer(v))
+	}
+	slices.SortFunc(out, func(a, b Server) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Server returns one server (deleted ones too) or an error wrapping ErrNotFound.
+func (s *Store) Server(id string) (Server, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.st.servers[id]
+	if !ok {
+		return Server{}, errServerNotFound(id)
+	}
+	return cloneServer(v), nil
+}
+
+// OwnedBy returns the live servers owned by host, sorted by ID.
+func (s *Store) OwnedBy(host string) []Server {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Server
+	for _, id := range sortedKeys(s.st.servers) {
+		v := s.st.servers[id]
+		if v.Host == host && v.Live() {
+			out = append(out, cloneServer(v))
+		}
+	}
+	return out
+}
+
+// Ownership is what an owner's manager reads of each of its servers on
+// every pass: enough to tell which need work and which changed owner
+// epoch, without copying the whole server.
+type Ownership struct {
+	ID          string
+	Status      ServerStatus
+	TaskState   string
+	Epoch       uint64
+	OwnerSince  time.Time
+	OwnerReason string
+}
+
+// Owned returns the live servers owned by host, sorted by ID, as
+// Ownership: a cheap OwnedBy for a host that walks its servers after
+// every burst of log entries.
+func (s *Store) Owned(host string) []Ownership {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Ownership
+	for _, v := range s.st.servers {
+		if v.Host == host && v.Live() {
+			out = append(out, Ownership{ID: v.ID, Status: v.Status, TaskState: v.TaskState, Epoch: v.Epoch,
+				OwnerSince: v.OwnerSince, OwnerReason: v.OwnerReason})
+		}
+	}
+	slices.SortFunc(out, func(a, b Ownership) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

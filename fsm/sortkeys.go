@@ -3,6 +3,7 @@ package fsm
 import (
 	"cmp"
 	"encoding/binary"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -54,4 +55,10 @@ func sortedIDs[V any](m map[string]V) []string {
 		out[i] = ids[k.i]
 	}
 	return out
+}
+
+// sortedKeys returns the keys of m in ascending order, so that walks over
+// state maps never depend on map iteration order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

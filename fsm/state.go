@@ -2,12 +2,11 @@ package fsm
 
 import (
 	"bytes"
-
-	"cmp"
-	"github.com/corral-dev/corral/fsm/placement"
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/corral-dev/corral/fsm/placement"
 )
 
 // state is everything the log builds. It has one map per entity; the file of
@@ -136,9 +135,3 @@ func captureRecords(st *state, t RecordType, spec binarySpec) [][]byte {
 
 // binaryLenSize is the most bytes a record length takes.
 const binaryLenSize = 10
-
-// sortedKeys returns the keys of m in ascending order, so that walks over
-// state maps never depend on map iteration order.
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	return slices.Sorted(maps.Keys(m))
-}

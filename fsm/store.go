@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -26,14 +24,10 @@ type Store struct {
 	st      *state
 	applied atomic.Uint64 // written only under mu
 
+	// WaitApplied's: waitCh is closed when the applied index changes (nil
+	// when nobody waits).
 	waitMu sync.Mutex
-	waitCh chan struct{} // closed when the applied index changes; nil when nobody waits
-
-	decideMu  sync.Mutex    // the leader's decisions, one at a time (Decide)
-	refreshes atomic.Uint64 // node mirror refreshes Decide ran
-
-	queueMu sync.Mutex
-	queue   []*pendingCreate // new servers waiting for a batched decision (decideBatched)
+	waitCh chan struct{}
 }
 
 // New returns an empty store at applied index 0.
@@ -171,62 +165,4 @@ func (s *Store) Digest() string {
 		return "error: " + err.Error()
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// Hosts returns every host, sorted by name.
-func (s *Store) Hosts() []Host {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]Host, 0, len(s.st.hosts))
-	for _, h := range s.st.hosts {
-		out = append(out, h)
-	}
-	slices.SortFunc(out, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// Host returns the named host or an error wrapping ErrNotFound.
-func (s *Store) Host(name string) (Host, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	h, ok := s.st.hosts[name]
-	if !ok {
-		return Host{}, errHostNotFound(name)
-	}
-	return h, nil
-}
-
-// Flavors returns every flavor, sorted by ID.
-func (s *Store) Flavors() []Flavor {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]Flavor, 0, len(s.st.flavors))
-	for _, f := range s.st.flavors {
-		out = append(out, cloneFlavor(f))
-	}
-	slices.SortFunc(out, func(a, b Flavor) int { return strings.Compare(a.ID, b.ID) })
-	return out
-}
-
-// Flavor returns the flavor with the given ID or an error wrapping ErrNotFound.
-func (s *Store) Flavor(id string) (Flavor, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	f, ok := s.st.flavors[id]
-	if !ok {
-		return Flavor{}, errFlavorNotFound(id)
-	}
-	return cloneFlavor(f), nil
-}
-
-// FlavorByName returns the flavor with the given name or an error wrapping
-// ErrNotFound.
-func (s *Store) FlavorByName(name string) (Flavor, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	id, ok := s.st.flavorNames[name]
-	if !ok {
-		return Flavor{}, fmt.Errorf("%w: no flavor is named %s: list flavors to see the existing names", ErrNotFound, name)
-	}
-	return cloneFlavor(s.st.flavors[id]), nil
 }

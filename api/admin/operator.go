@@ -15,13 +15,8 @@ import (
 
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
-	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/wire"
 )
-
-// PeerKeyringPath is where a peer applies to itself alone a keyring
-// operation another peer relays from wire.KeyringPath.
-const PeerKeyringPath = forward.PathPrefix + "keyring"
 
 // Operator is what the operator endpoints need from the peer they run on.
 type Operator interface {
@@ -95,7 +90,7 @@ func (h *Handlers) Snapshot(c echo.Context) error {
 }
 
 // RemovePeer is POST wire.RemovePeerPath (and, relayed from a follower,
-// cluster.PeerRemovePeerPath on the leader).
+// core.PeerRemovePeerPath on the leader).
 func (h *Handlers) RemovePeer(c echo.Context) error {
 	op := h.operator
 	if op == nil {
@@ -179,7 +174,7 @@ func (h *Handlers) Keyring(c echo.Context) error {
 				if verb != cluster.KeyringList {
 					body = req
 				}
-				err = op.CallPeer(ctx, addr, c.Request().Method, PeerKeyringPath, body, &one)
+				err = op.CallPeer(ctx, addr, c.Request().Method, core.PeerKeyringPath, body, &one)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -201,7 +196,7 @@ func (h *Handlers) Keyring(c echo.Context) error {
 }
 
 // KeyringLocal applies a keyring operation another peer relayed to this
-// peer alone (PeerKeyringPath).
+// peer alone (core.PeerKeyringPath).
 func (h *Handlers) KeyringLocal(c echo.Context) error {
 	q := c.Request().URL.Query()
 	q.Set("local", "true")

@@ -6,11 +6,9 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/corral-dev/corral/cluster/forward"
 )
 
-// The peers' endpoints live under forward.PathPrefix (RolePeer): only a
+// The peers' endpoints live under PeerPathPrefix (peer_paths.go) (RolePeer): only a
 // peer's identity passes (Peers.AuthenticatePeer), never a user's
 // credential, whatever its role. A user's admin role administers the
 // cloud through the public API, never the log.
@@ -28,7 +26,7 @@ type Peers interface {
 const ctxPeer = "peer"
 
 // IsPeerPath reports whether path is one of the peers' endpoints.
-func IsPeerPath(path string) bool { return strings.HasPrefix(path, forward.PathPrefix) }
+func IsPeerPath(path string) bool { return strings.HasPrefix(path, PeerPathPrefix) }
 
 // authenticatePeer lets only a peer through to the peers' endpoints.
 func (s *Server) authenticatePeer(c echo.Context) error {

@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/wire"
 )
 
@@ -112,7 +111,7 @@ func (s *Server) limitMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	lim, buckets := s.cfg.Limits, s.limiters
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.URL.Path == wire.SnapshotPath || r.URL.Path == cluster.PeerSnapshotPath {
+		if r.URL.Path == wire.SnapshotPath || r.URL.Path == PeerSnapshotPath {
 			return next(c) // bounded by the snapshot handler
 		}
 		if r.ContentLength > lim.MaxBodyBytes {

@@ -17,7 +17,7 @@ type Cluster interface {
 	Name() string
 	Store() *fsm.Store
 	Propose(ctx context.Context, cmd fsm.Command) (uint64, error)
-	// The leader's end of forwarding, served under forward.PathPrefix.
+	// The leader's end of forwarding, served under PeerPathPrefix.
 	forward.Leader
 	ReadBarrier(ctx context.Context, c cluster.Consistency) error
 	Members() []cluster.Member

@@ -1,7 +1,7 @@
 // Package forward carries a follower's writes and read-index requests to
 // the raft leader over the peers' HTTP API, and owns both ends of it: the
-// Client a follower calls, the Handler the leader serves under
-// /v1/internal/, and the wire format of their answers, in which an error
+// Client a follower calls, the Handler the leader serves, and the wire
+// format of their answers, in which an error
 // keeps its kind (not found, conflict, fenced, invalid, not leader, no
 // leader) so that errors.Is works on the follower as it did on the leader.
 //
@@ -11,7 +11,9 @@
 // through only peers (cluster.Node.AuthenticatePeer), and bounds request
 // bodies as it bounds every other route's. The Client authenticates as a
 // peer: with the peer token, or, over HTTPS, with the peer certificate
-// its TLS configuration carries.
+// its TLS configuration carries. The paths of both ends are the API's
+// (api.ApplyPath and api.ReadIndexPath, under /v1/internal/): it passes
+// them in (Paths), as it names every other route.
 //
 // forward imports only fsm (for its error sentinels) and the standard
 // library. It must never import cluster, api, ironic or compute, nor echo:

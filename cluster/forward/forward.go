@@ -17,40 +17,13 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
-// Paths of the internal endpoints every peer's API serves.
-const (
-	PathPrefix    = "/v1/internal/"
-	ApplyPath     = PathPrefix + "apply"
-	ReadIndexPath = PathPrefix + "read-index"
-)
-
-// Errors of the forwarding protocol. A follower retries on ErrNoLeader,
-// ErrNotLeader and ErrNotDelivered: in each the request was certainly not
-// applied. The cluster package re-exports the first two as its own.
-var (
-	// ErrNoLeader means no leader is known right now (an election is
-	// running, or this peer cannot reach a majority).
-	ErrNoLeader = errors.New("no raft leader is known: an election may be in progress, or this peer cannot reach a majority of peers (check `corral members` and `corral raft status`)")
-	// ErrNotLeader is returned by leader-only operations on a follower.
-	ErrNotLeader = errors.New("this peer is not the raft leader")
-	// ErrNotDelivered marks a forwarding failure where the request never
-	// reached the leader, so retrying cannot apply a write twice.
-	ErrNotDelivered = errors.New("request not delivered to the leader")
-	// ErrUnavailable marks a leader that cannot take a request right now
-	// (it is shutting down, or its raft queue is full). It crosses the wire
-	// as "no leader", so that the follower retries; see Unavailable.
-	ErrUnavailable = errors.New("the leader cannot take requests right now")
-)
-
-// Unavailable returns an error with message msg that is ErrUnavailable
-// for errors.Is. The cluster package declares its "shutting down" and
-// "not ready" sentinels with it.
-func Unavailable(msg string) error { return &unavailable{msg: msg} }
-
-type unavailable struct{ msg string }
-
-func (e *unavailable) Error() string { return e.msg }
-func (e *unavailable) Unwrap() error { return ErrUnavailable }
+// Paths are where a peer's API serves the two endpoints of forwarding.
+// The API names them (its route table is the one home of HTTP paths) and
+// passes them to both ends.
+type Paths struct {
+	Apply     string // POST: an encoded command to commit
+	ReadIndex string // GET: a read index (?verify=true: confirmed by a quorum)
+}
 
 // Response is the JSON body of both internal endpoints.
 type Response struct {
@@ -156,18 +129,21 @@ type Leader interface {
 // maxCommand bounds a forwarded command's size.
 const maxCommand = 8 << 20
 
-// Handler is the leader's end: it serves ApplyPath and ReadIndexPath.
-type Handler struct{ l Leader }
+// Handler is the leader's end: it serves the two paths.
+type Handler struct {
+	l     Leader
+	paths Paths
+}
 
-// NewHandler returns the handler of the internal endpoints for l.
-func NewHandler(l Leader) *Handler { return &Handler{l: l} }
+// NewHandler returns the handler of forwarding for l, at paths.
+func NewHandler(l Leader, paths Paths) *Handler { return &Handler{l: l, paths: paths} }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var idx uint64
 	var err error
 	switch {
-	case r.URL.Path == ApplyPath && r.Method == http.MethodPost:
+	case r.URL.Path == h.paths.Apply && r.Method == http.MethodPost:
 		var data []byte
 		data, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommand))
 		var tooLarge *http.MaxBytesError
@@ -181,7 +157,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		idx, err = h.l.ApplyForwarded(r.Context(), data)
-	case r.URL.Path == ReadIndexPath && r.Method == http.MethodGet:
+	case r.URL.Path == h.paths.ReadIndex && r.Method == http.MethodGet:
 		verify, _ := strconv.ParseBool(r.URL.Query().Get("verify"))
 		idx, err = h.l.ReadIndex(r.Context(), verify)
 	default:
@@ -202,14 +178,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type Client struct {
 	token  string
 	scheme string
+	paths  Paths
 	hc     *http.Client
 }
 
-// NewClient returns a client authenticating with token. With tc it speaks
+// NewClient returns a client authenticating with token that forwards to
+// the leader's endpoints at paths. With tc it speaks
 // HTTPS: tc carries this peer's certificate and the CA that the leader's
 // certificate must be signed by (its ServerName is left empty so that it
 // is taken from each leader's address).
-func NewClient(token string, tc *tls.Config) *Client {
+func NewClient(token string, tc *tls.Config, paths Paths) *Client {
 	// Forwarded writes arrive together (a burst of boots, the owners'
 	// progress reports): keep a connection for each one in flight, so a
 	// burst does not reconnect (and, with TLS, handshake) per write.
@@ -225,7 +203,7 @@ func NewClient(token string, tc *tls.Config) *Client {
 		tr.TLSClientConfig = tc.Clone()
 		scheme = "https"
 	}
-	return &Client{token: token, scheme: scheme, hc: &http.Client{Transport: tr}}
+	return &Client{token: token, scheme: scheme, paths: paths, hc: &http.Client{Transport: tr}}
 }
 
 // authenticate sets the peer token on req (none with TLS: the peer
@@ -239,15 +217,18 @@ func (c *Client) authenticate(req *http.Request) {
 // Apply sends an encoded command to the leader whose API listens at
 // leaderAPI (host:port) and returns the index it was committed at.
 func (c *Client) Apply(ctx context.Context, leaderAPI string, data []byte) (uint64, error) {
-	return c.do(ctx, http.MethodPost, leaderAPI, ApplyPath, data)
+	return c.do(ctx, http.MethodPost, leaderAPI, c.paths.Apply, data)
 }
 
 // ReadIndex asks the leader at leaderAPI for a read index.
 func (c *Client) ReadIndex(ctx context.Context, leaderAPI string, verify bool) (uint64, error) {
-	return c.do(ctx, http.MethodGet, leaderAPI, ReadIndexPath+"?verify="+strconv.FormatBool(verify), nil)
+	return c.do(ctx, http.MethodGet, leaderAPI, c.paths.ReadIndex+"?verify="+strconv.FormatBool(verify), nil)
 }
 
 func (c *Client) do(ctx context.Context, method, leader, path string, body []byte) (uint64, error) {
+	if path == "" || path[0] != '/' {
+		return 0, fmt.Errorf("forward to leader at %s: the forwarding paths are not set (%+v): the API names them", leader, c.paths)
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

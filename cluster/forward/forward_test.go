@@ -16,6 +16,9 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
+// paths are the test's: the API names the real ones.
+var paths = forward.Paths{Apply: "/peers/apply", ReadIndex: "/peers/read-index"}
+
 // leader answers with a fixed index or error and records what it got.
 type leader struct {
 	idx     uint64
@@ -41,7 +44,7 @@ func (l *leader) ReadIndex(_ context.Context, verify bool) (uint64, error) {
 func serve(t *testing.T, l forward.Leader) (addr string, conns *atomic.Int32) {
 	t.Helper()
 	conns = new(atomic.Int32)
-	h := forward.NewHandler(l)
+	h := forward.NewHandler(l, paths)
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Auth-Token") != "peer" {
 			forward.WriteError(w, http.StatusUnauthorized, errors.New("unknown token"))
@@ -62,7 +65,7 @@ func serve(t *testing.T, l forward.Leader) (addr string, conns *atomic.Int32) {
 func TestApplyAndReadIndexRoundTrip(t *testing.T) {
 	l := &leader{idx: 42}
 	addr, conns := serve(t, l)
-	c := forward.NewClient("peer", nil)
+	c := forward.NewClient("peer", nil, paths)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		idx, err := c.Apply(ctx, addr, []byte("cmd"))
@@ -103,7 +106,7 @@ func TestErrorsKeepTheirKind(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, _ := serve(t, &leader{err: tc.err})
-			_, err := forward.NewClient("peer", nil).Apply(context.Background(), addr, []byte("cmd"))
+			_, err := forward.NewClient("peer", nil, paths).Apply(context.Background(), addr, []byte("cmd"))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -131,7 +134,7 @@ func TestRefusedConnectionIsNotDelivered(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	_, err = forward.NewClient("peer", nil).Apply(context.Background(), addr, []byte("cmd"))
+	_, err = forward.NewClient("peer", nil, paths).Apply(context.Background(), addr, []byte("cmd"))
 	if !errors.Is(err, forward.ErrNotDelivered) {
 		t.Fatalf("got %v, want ErrNotDelivered", err)
 	}
@@ -140,7 +143,7 @@ func TestRefusedConnectionIsNotDelivered(t *testing.T) {
 func TestAuthenticationErrorIsNotRetried(t *testing.T) {
 	l := &leader{idx: 1}
 	addr, _ := serve(t, l)
-	_, err := forward.NewClient("wrong", nil).Apply(context.Background(), addr, []byte("cmd"))
+	_, err := forward.NewClient("wrong", nil, paths).Apply(context.Background(), addr, []byte("cmd"))
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "unknown token") {
 		t.Fatalf("got %v, want the leader's 401 and message", err)
 	}
@@ -156,11 +159,11 @@ func TestAuthenticationErrorIsNotRetried(t *testing.T) {
 
 func TestHandlerRefusesOtherMethodsAndPaths(t *testing.T) {
 	l := &leader{idx: 1}
-	h := forward.NewHandler(l)
+	h := forward.NewHandler(l, paths)
 	for _, r := range []*http.Request{
-		httptest.NewRequest(http.MethodGet, forward.ApplyPath, nil),
-		httptest.NewRequest(http.MethodPost, forward.ReadIndexPath, nil),
-		httptest.NewRequest(http.MethodPost, forward.PathPrefix+"other", strings.NewReader("x")),
+		httptest.NewRequest(http.MethodGet, paths.Apply, nil),
+		httptest.NewRequest(http.MethodPost, paths.ReadIndex, nil),
+		httptest.NewRequest(http.MethodPost, "/peers/other", strings.NewReader("x")),
 	} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
@@ -171,5 +174,13 @@ func TestHandlerRefusesOtherMethodsAndPaths(t *testing.T) {
 	}
 	if l.applies.Load() != 0 {
 		t.Error("a refused request reached the leader")
+	}
+}
+
+// A client the API gave no paths says so, and sends nothing.
+func TestClientWithoutPathsSendsNothing(t *testing.T) {
+	_, err := forward.NewClient("peer", nil, forward.Paths{}).Apply(context.Background(), "127.0.0.1:1", []byte("cmd"))
+	if err == nil || !strings.Contains(err.Error(), "paths are not set") || errors.Is(err, forward.ErrNotDelivered) {
+		t.Fatalf("apply without paths: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/ini.v1"
 
+	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/cluster"
@@ -469,5 +470,6 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		GossipKey:              c.GossipKey,
 		DeadServerCleanupAfter: c.DeadServerCleanupAfter,
 		Settings:               map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
+		PeerPaths:              api.PeerPaths(),
 	}
 }

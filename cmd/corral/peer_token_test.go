@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/cluster/forward"
+	"github.com/corral-dev/corral/api"
 )
 
 // TestConfigPeerToken: without TLS the peer token is required, at least
@@ -75,7 +75,7 @@ func TestAgentPeerTokenIsNoUserCredential(t *testing.T) {
 		return resp.StatusCode
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for get(forward.ReadIndexPath, peer) != http.StatusOK {
+	for get(api.ReadIndexPath, peer) != http.StatusOK {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent's leader never answered read-index to the peer token")
 		}
@@ -87,7 +87,7 @@ func TestAgentPeerTokenIsNoUserCredential(t *testing.T) {
 	if code := get("/v1/hosts", peer); code != http.StatusUnauthorized {
 		t.Errorf("the peer token on the public API: %d, want 401", code)
 	}
-	if code := get(forward.ReadIndexPath, admin); code != http.StatusForbidden {
+	if code := get(api.ReadIndexPath, admin); code != http.StatusForbidden {
 		t.Errorf("the admin token on the peers' read-index: %d, want 403", code)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/corral-dev/corral/cluster/forward"
+	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/e2e"
 )
 
@@ -107,8 +107,8 @@ func TestOnlyPeersReachRaftAndForwarding(t *testing.T) {
 		path, token string
 		want        int
 	}{
-		{forward.ReadIndexPath, c.Token, http.StatusForbidden},
-		{forward.ReadIndexPath, c.PeerToken, http.StatusOK},
+		{api.ReadIndexPath, c.Token, http.StatusForbidden},
+		{api.ReadIndexPath, c.PeerToken, http.StatusOK},
 		{"/v1/hosts", c.PeerToken, http.StatusUnauthorized},
 		{"/v1/hosts", c.Token, http.StatusOK},
 	} {
@@ -149,7 +149,7 @@ func TestClientCertificateIsNoPeer(t *testing.T) {
 		t.Fatalf("the CLI's certificate on the public API: %d", got)
 	}
 	for _, token := range []string{c.Token, c.PeerToken} {
-		if got := get(t, hc, leader.URL()+forward.ReadIndexPath, token); got != http.StatusForbidden {
+		if got := get(t, hc, leader.URL()+api.ReadIndexPath, token); got != http.StatusForbidden {
 			t.Errorf("the CLI's certificate with token %s… on read-index: %d, want 403", token[:8], got)
 		}
 	}

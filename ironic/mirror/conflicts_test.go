@@ -76,7 +76,10 @@ func TestRefusedInventoryIsReportedOnce(t *testing.T) {
 	ctx := context.Background()
 	propose := func(cmd fsm.Command) {
 		t.Helper()
-		if _, err := e.c.store.Decide(ctx, cmd, fsm.Leader{Commit: e.c.Propose}); err != nil {
+		if d, ok := e.c.store.Schedule(cmd, nil); ok {
+			cmd = d.Command // the leader's decisions, as it commits them
+		}
+		if _, err := e.c.Propose(ctx, cmd); err != nil {
 			t.Fatal(err)
 		}
 	}
