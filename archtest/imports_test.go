@@ -14,11 +14,13 @@ type pkg struct {
 	ImportPath string
 	Imports    []string // direct
 	Deps       []string // transitive
+	GoFiles    []string
+	hasCode    bool // it has files other than tests
 }
 
 func listPackages(t *testing.T) map[string]pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", mod+"/...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps,GoFiles", mod+"/...")
 	cmd.Dir = ".."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -33,6 +35,7 @@ func listPackages(t *testing.T) map[string]pkg {
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
+		p.hasCode = len(p.GoFiles) > 0
 		pkgs[strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, mod), "/")] = p
 	}
 	return pkgs
