@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // BenchmarkAPIWritesVsRaft (make bench-api-writes) puts corral's write path
@@ -250,7 +251,7 @@ func startRawRaft(tb testing.TB) *rawRaft {
 	if err := rr.rafts[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
 		tb.Fatal(err)
 	}
-	clustertest.Eventually(tb, 10*time.Second, func() error {
+	testkit.Eventually(tb, 10*time.Second, func() error {
 		if rr.leader() == nil {
 			return fmt.Errorf("no raw raft leader")
 		}

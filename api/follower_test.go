@@ -14,6 +14,7 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 func TestWritesThroughFollowerAPI(t *testing.T) {
@@ -29,7 +30,7 @@ func TestWritesThroughFollowerAPI(t *testing.T) {
 
 	// Every peer is ready: it knows the leader and has applied what it committed.
 	for name, ts := range servers {
-		clustertest.Eventually(t, 15*time.Second, func() error {
+		testkit.Eventually(t, 15*time.Second, func() error {
 			if r := do(t, ts, "GET", "/readyz", "", "", nil); r.code != http.StatusOK {
 				return fmt.Errorf("%s readyz: %s", name, r)
 			}
@@ -41,7 +42,7 @@ func TestWritesThroughFollowerAPI(t *testing.T) {
 	if v := r.json(t); v["leader"] != leader.Name || v["state"] != "follower" || v["name"] != fol.Name {
 		t.Errorf("follower's raft status: %s", r.body)
 	}
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		r := do(t, fts, "GET", "/v1/cluster/members", readerToken, "", nil)
 		ms := get(t, r.json(t), "members").([]any)
 		leaders := 0
@@ -106,7 +107,7 @@ func TestWritesThroughFollowerAPI(t *testing.T) {
 		}
 	}
 
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		want := leader.Node.Store().Digest()
 		for _, p := range h.Running() {
 			if d := p.Node.Store().Digest(); d != want {
@@ -135,7 +136,7 @@ func TestDeleteThroughLaggingFollowerIsDecidedByTheLeader(t *testing.T) {
 	leader := h.Leader(15 * time.Second)
 	lag := h.Peer("p3")
 	lts, fts := serve(t, leader), serve(t, lag)
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		if r := do(t, fts, "GET", "/readyz", "", "", nil); r.code != http.StatusOK {
 			return fmt.Errorf("%s readyz: %s", lag.Name, r)
 		}
@@ -174,7 +175,7 @@ func TestDeleteThroughLaggingFollowerIsDecidedByTheLeader(t *testing.T) {
 	}()
 	// The leader decides; the follower then waits to apply the delete
 	// itself, which it can once its raft is back.
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		select {
 		case r := <-deleted:
 			t.Fatalf("DELETE through %s answered before it could apply the leader's decision: %s", lag.Name, r)

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 const (
@@ -69,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	p := h.Leader(10 * time.Second)
 	e := &env{t: t, h: h, peer: p, ts: serve(t, p)}
 	e.waitReady()
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		hst, err := p.Node.Store().Host(p.Name)
 		if err != nil {
 			return err
@@ -84,7 +85,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) waitReady() {
 	e.t.Helper()
-	clustertest.Eventually(e.t, 10*time.Second, func() error {
+	testkit.Eventually(e.t, 10*time.Second, func() error {
 		r := do(e.t, e.ts, "GET", "/readyz", "", "", nil)
 		if r.code != http.StatusOK {
 			return fmt.Errorf("readyz %d: %s", r.code, r.body)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/api/core"
-	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/glance"
+	"github.com/corral-dev/corral/testkit"
 )
 
 const (
@@ -67,7 +67,7 @@ func TestImageRefWithGlance(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if r := do(t, ts, "GET", "/readyz", "", "", nil); r.code != http.StatusOK {
 			return fmt.Errorf("readyz %d", r.code)
 		}

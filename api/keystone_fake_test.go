@@ -16,8 +16,8 @@ import (
 	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/auth/keystone"
-	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // fakeKeystone answers the two calls of keystonemiddleware's protocol:
@@ -161,7 +161,7 @@ func newKeystoneEnv(t *testing.T, cacheTime time.Duration, with ...func(*api.Con
 	t.Cleanup(ts.Close)
 	e := &env{t: t, h: h, peer: p, ts: ts}
 	e.waitReady()
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		hst, err := p.Node.Store().Host(p.Name)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestRouteTableRoles holds every route to the role its table line names:
@@ -33,7 +34,7 @@ func TestRouteTableRoles(t *testing.T) {
 	t.Cleanup(ts.Close)
 	// Once the peer has registered its own host, nothing but the test
 	// changes the state.
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		hst, err := p.Node.Store().Host(p.Name)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/testkit"
 )
 
 func voters(p *clustertest.Peer) (v, nv []string) {
@@ -30,7 +31,7 @@ func TestDeadVoterReplacedByNonVoter(t *testing.T) {
 	}})
 	leader := h.Leader(10 * time.Second)
 	h.Add("p4", 0)
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		if _, nv := voters(leader); !slices.Equal(nv, []string{"p4"}) {
 			return fmt.Errorf("non-voters %v", nv)
 		}
@@ -38,7 +39,7 @@ func TestDeadVoterReplacedByNonVoter(t *testing.T) {
 	})
 	first := h.Followers(leader)[0]
 	h.Kill(first.Name)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		l := h.Leader(10 * time.Second)
 		v, nv := voters(l)
 		if slices.Contains(v, first.Name) || !slices.Contains(v, "p4") || len(v) != 3 || len(nv) != 0 {
@@ -55,12 +56,12 @@ func TestDeadVoterReplacedByNonVoter(t *testing.T) {
 		}
 	}
 	h.Kill(second.Name)
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		_, err := h.Leader(10*time.Second).Node.Propose(ctxT(t, 3*time.Second), flavor("after-two-deaths"))
 		return err
 	})
 	// The second dead voter goes too: the two live voters are a quorum of two.
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		v, _ := voters(h.Leader(10 * time.Second))
 		if slices.Contains(v, second.Name) || len(v) != 2 {
 			return fmt.Errorf("voters %v", v)
@@ -80,7 +81,7 @@ func TestRemovePeer(t *testing.T) {
 		t.Fatalf("remove an unknown peer: %v", err)
 	}
 	h.Kill(victim.Name)
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		return h.Leader(10*time.Second).Node.RemovePeer(ctxT(t, 5*time.Second), victim.Name)
 	})
 	v, _ := voters(h.Leader(10 * time.Second))

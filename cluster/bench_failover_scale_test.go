@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // BenchmarkFailoverScale (make bench-failover-scale) kills a peer of an
@@ -36,7 +37,7 @@ func BenchmarkFailoverScale(b *testing.B) {
 	for b.Loop() {
 		h := clustertest.Start(b, 3, clustertest.Options{Logger: slog.New(slog.DiscardHandler)})
 		leader := h.Leader(10 * time.Second)
-		clustertest.Eventually(b, 10*time.Second, func() error {
+		testkit.Eventually(b, 10*time.Second, func() error {
 			if got := len(leader.Node.Store().Hosts()); got != 3 {
 				return fmt.Errorf("%d hosts registered", got)
 			}
@@ -99,7 +100,7 @@ func BenchmarkFailoverScale(b *testing.B) {
 		h.Kill(victim)
 		killReturned := time.Since(killed)
 		var down time.Duration
-		clustertest.Eventually(b, 2*time.Minute, func() error {
+		testkit.Eventually(b, 2*time.Minute, func() error {
 			st := leader.Node.Store()
 			if down == 0 {
 				if hst, _ := st.Host(victim); hst.Status == fsm.HostDown {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestWipedPeerCatchesUpAsNonVoter: a follower restarted under its name on
@@ -55,7 +56,7 @@ func TestWipedPeerCatchesUpAsNonVoter(t *testing.T) {
 	}()
 	h.Wipe(victim)
 	p := h.Peer(victim)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		st := leader.Node.RaftStatus()
 		if !seenNonvoter.Load() {
 			return fmt.Errorf("%s not seen as non-voter: voters %v non-voters %v", victim, st.Voters, st.Nonvoters)

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 func flavor(id string) *fsm.CreateFlavor {
@@ -53,7 +54,7 @@ func TestElectionForwardingAndLinearizableReads(t *testing.T) {
 		t.Fatalf("duplicate via follower: got %v, want ErrConflict", err)
 	}
 	// Every peer registered its host as up.
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		hosts := leader.Node.Store().Hosts()
 		if len(hosts) != 3 {
 			return fmt.Errorf("%d hosts", len(hosts))
@@ -79,14 +80,14 @@ func TestFollowerRestartCatchesUp(t *testing.T) {
 	}
 	h.Restart(victim)
 	p := h.Peer(victim)
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		if got := len(p.Node.Store().Flavors()); got != 20 {
 			return fmt.Errorf("restarted follower has %d of 20 flavors", got)
 		}
 		return nil
 	})
 	leader = h.Leader(10 * time.Second)
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if a, b := leader.Node.Store().Digest(), p.Node.Store().Digest(); a != b {
 			return fmt.Errorf("digests differ: leader %s, restarted %s", a[:8], b[:8])
 		}
@@ -109,7 +110,7 @@ func TestFourthPeerJoinsFromSnapshot(t *testing.T) {
 		t.Fatalf("snapshot: %v", err)
 	}
 	p4 := h.Add("p4", 0)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		st := h.Leader(10 * time.Second).Node.RaftStatus()
 		if len(st.Voters) != 4 {
 			return fmt.Errorf("voters %v", st.Voters)
@@ -129,7 +130,7 @@ func TestVoterLimitAndPromotionAfterLeave(t *testing.T) {
 	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) { c.MaxVoters = 3 }})
 	h.Leader(10 * time.Second)
 	p4 := h.Add("p4", 0)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		st := h.Leader(10 * time.Second).Node.RaftStatus()
 		if len(st.Voters) != 3 || len(st.Nonvoters) != 1 || st.Nonvoters[0] != "p4" {
 			return fmt.Errorf("voters %v nonvoters %v", st.Voters, st.Nonvoters)
@@ -143,7 +144,7 @@ func TestVoterLimitAndPromotionAfterLeave(t *testing.T) {
 	if err := leaver.Node.Leave(ctxT(t, 15*time.Second)); err != nil {
 		t.Fatalf("leave: %v", err)
 	}
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		l := h.Leader(10 * time.Second)
 		st := l.Node.RaftStatus()
 		if len(st.Voters) != 3 || len(st.Nonvoters) != 0 {
@@ -172,7 +173,7 @@ func TestPartitionedLeaderCannotCommit(t *testing.T) {
 	h.Partition(old.Name)
 	// The majority elects a new leader and keeps writing.
 	var leader *clustertest.Peer
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		for _, p := range h.Followers(old) {
 			if p.Node.IsLeader() {
 				leader = p
@@ -189,7 +190,7 @@ func TestPartitionedLeaderCannotCommit(t *testing.T) {
 		t.Fatal("partitioned old leader committed a write")
 	}
 	h.Heal(old.Name)
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		if _, err := old.Node.Store().Flavor("majority"); err != nil {
 			return fmt.Errorf("healed peer misses the majority's write: %w", err)
 		}
@@ -206,14 +207,14 @@ func TestDeadPeerMarkedDown(t *testing.T) {
 	h := clustertest.Start(t, 3, clustertest.Options{})
 	leader := h.Leader(10 * time.Second)
 	victim := h.Followers(leader)[0].Name
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if len(leader.Node.Store().Hosts()) != 3 {
 			return errors.New("hosts not registered")
 		}
 		return nil
 	})
 	h.Kill(victim)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		hst, err := h.Leader(10 * time.Second).Node.Store().Host(victim)
 		if err != nil {
 			return err
@@ -224,7 +225,7 @@ func TestDeadPeerMarkedDown(t *testing.T) {
 		return nil
 	})
 	h.Restart(victim)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		hst, _ := h.Leader(10 * time.Second).Node.Store().Host(victim)
 		if hst.Status != fsm.HostUp {
 			return fmt.Errorf("host %s is %s after restart", victim, hst.Status)

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 func goldNode(i int, maintenance bool) fsm.Node {
@@ -34,7 +35,7 @@ func concurrentBoots(t *testing.T, round int) {
 	const boots, nodes, churn = 50, 80, 20
 	h := clustertest.Start(t, 3, clustertest.Options{})
 	leader := h.Leader(10 * time.Second)
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if n := len(leader.Node.Store().Hosts()); n != 3 {
 			return fmt.Errorf("%d hosts registered", n)
 		}
@@ -114,7 +115,7 @@ func concurrentBoots(t *testing.T, round int) {
 	}
 	// An election under load may still be settling: a new leader answers
 	// linearizable reads once it committed its first entry.
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		return h.Leader(10*time.Second).Node.ReadBarrier(ctxT(t, 5*time.Second), cluster.Linearizable)
 	})
 	held := map[string]string{}
@@ -149,7 +150,7 @@ func concurrentBoots(t *testing.T, round int) {
 func TestBootRefreshesTheMirrorBeforeNoValidHost(t *testing.T) {
 	h := clustertest.Start(t, 3, clustertest.Options{})
 	leader := h.Leader(10 * time.Second)
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if n := len(leader.Node.Store().Hosts()); n != 3 {
 			return fmt.Errorf("%d hosts registered", n)
 		}

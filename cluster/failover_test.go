@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // Losing more than half the hosts at once looks like a partition on the
@@ -25,7 +26,7 @@ func TestFailoverFreezesOnMassLoss(t *testing.T) {
 	h.Add("p4", 0)
 	h.Add("p5", 0)
 	var leader *clustertest.Peer
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		leader = h.Leader(10 * time.Second)
 		up := 0
 		for _, hst := range leader.Node.Store().Hosts() {
@@ -49,7 +50,7 @@ func TestFailoverFreezesOnMassLoss(t *testing.T) {
 	for _, v := range victims {
 		h.Kill(v)
 	}
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		if metricValue(t, leader, "corral_failover_freezes_total", "") < 1 {
 			return errors.New("failover not frozen yet")
 		}
@@ -68,7 +69,7 @@ func TestFailoverFreezesOnMassLoss(t *testing.T) {
 	// Hosts coming back unfreeze it; the rest are then judged normally.
 	h.Restart(victims[1])
 	h.Restart(victims[2])
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		for _, v := range victims[1:] {
 			hst, _ := leader.Node.Store().Host(v)
 			if hst.Status != fsm.HostUp {
@@ -84,7 +85,7 @@ func TestDeadHostConfirmedAfterGrace(t *testing.T) {
 	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) { c.DownGrace = 2 * time.Second }})
 	leader := h.Leader(10 * time.Second)
 	victim := h.Followers(leader)[0].Name
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if len(leader.Node.Store().Hosts()) != 3 {
 			return errors.New("hosts not registered")
 		}
@@ -94,7 +95,7 @@ func TestDeadHostConfirmedAfterGrace(t *testing.T) {
 	// grace runs from the moment the peer starts to go.
 	killed := time.Now()
 	h.Kill(victim)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		hst, _ := h.Leader(10 * time.Second).Node.Store().Host(victim)
 		if hst.Status != fsm.HostDown {
 			return fmt.Errorf("%s is %s", victim, hst.Status)

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // A deleted server stays visible for the retention, then the leader
@@ -43,7 +44,7 @@ func TestLeaderPurgesDeletedServersAfterRetention(t *testing.T) {
 		t.Fatalf("right after the delete: %+v %v, want it visible as DELETED", s, err)
 	}
 	for _, p := range h.Running() {
-		clustertest.Eventually(t, 20*time.Second, func() error {
+		testkit.Eventually(t, 20*time.Second, func() error {
 			if _, err := p.Node.Store().Server("gone"); !errors.Is(err, fsm.ErrNotFound) {
 				return fmt.Errorf("%s still has the deleted server (%v)", p.Name, err)
 			}

@@ -20,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/corral-dev/corral/cluster/tlsutil"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // testPKI writes a CA and a peer certificate for 127.0.0.1 and loads them.
@@ -137,13 +138,7 @@ func header(id string) raft.RPCHeader {
 // waitFor polls cond for up to ten seconds.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // pacing the poll
-	}
+	testkit.Eventually(t, 10*time.Second, testkit.Holds("the condition", cond))
 }
 
 func counter(c prometheus.Counter) float64 {

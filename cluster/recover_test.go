@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestRecoverFromOneSurvivor: two of three peers are lost for good; the
@@ -26,7 +27,7 @@ func TestRecoverFromOneSurvivor(t *testing.T) {
 	}
 	want := leader.Node.Store().Digest()
 	survivor := h.Followers(leader)[0]
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if d := survivor.Node.Store().Digest(); d != want {
 			return errors.New("survivor not caught up")
 		}
@@ -58,7 +59,7 @@ func TestRecoverFromOneSurvivor(t *testing.T) {
 			h.Wipe(p)
 		}
 	}
-	clustertest.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		v, nv := voters(l)
 		if len(v) != 3 || len(nv) != 0 {
 			return fmt.Errorf("voters %v non-voters %v", v, nv)

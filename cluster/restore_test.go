@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // readAtOnce is how long a read may take on a peer that holds the state
@@ -196,7 +197,7 @@ func TestRestoreNotReadStaleOnALaggingFollower(t *testing.T) {
 // sameState waits until p holds the state whose digest is want.
 func sameState(t *testing.T, p *clustertest.Peer, want string) {
 	t.Helper()
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		if got := p.Node.Store().Digest(); got != want {
 			return fmt.Errorf("%s holds digest %.8s, want %.8s", p.Name, got, want)
 		}

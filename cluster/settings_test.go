@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // A setting of the Ironic driver is agreed among the ironic hosts only:
@@ -24,7 +25,7 @@ func TestAgreedSettingAmongHostsOfOneKind(t *testing.T) {
 	}})
 	h.Leader(10 * time.Second)
 	for _, p := range h.Running() {
-		clustertest.Eventually(t, 10*time.Second, func() error {
+		testkit.Eventually(t, 10*time.Second, func() error {
 			if v, ok := p.Node.AgreedSetting(fsm.KindIronic, key); !ok || v != "true" {
 				return fmt.Errorf("%s: ironic hosts agree on %q %v, want true", p.Name, v, ok)
 			}
@@ -40,7 +41,7 @@ func TestAgreedSettingAmongHostsOfOneKind(t *testing.T) {
 	}
 	// A dead ironic host takes no part: the live ones still agree.
 	h.Kill("p2")
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		p := h.Peer("p1")
 		if v, ok := p.Node.AgreedSetting(fsm.KindIronic, key); !ok || v != "true" {
 			return fmt.Errorf("after p2 died: %q %v, want true (the live ironic hosts agree)", v, ok)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/testkit"
 )
 
 func TestSnapshotSaveRestore(t *testing.T) {
@@ -68,7 +69,7 @@ func TestSnapshotSaveRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range h.Running() {
-		clustertest.Eventually(t, 15*time.Second, func() error {
+		testkit.Eventually(t, 15*time.Second, func() error {
 			if d := p.Node.Store().Digest(); d != want {
 				return fmt.Errorf("%s digest %s, want %s", p.Name, d, want)
 			}

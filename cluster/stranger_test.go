@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // strangerMeta is gossip metadata as a peer's looks, but unsealed.
@@ -21,7 +22,7 @@ func strangerMeta(expect int, boot bool, settings string) []byte {
 func seenAlive(t *testing.T, h *clustertest.Harness, member string) {
 	t.Helper()
 	for _, p := range h.Running() {
-		clustertest.Eventually(t, 10*time.Second, func() error {
+		testkit.Eventually(t, 10*time.Second, func() error {
 			for _, m := range p.Node.Members() {
 				if m.Name == member && m.Status == cluster.MemberAlive {
 					return nil
@@ -47,7 +48,7 @@ func TestStrangerCountsNowhere(t *testing.T) {
 	h := clustertest.Start(t, 3, clustertest.Options{})
 	leader := h.Leader(10 * time.Second)
 	for _, p := range h.Running() {
-		clustertest.Eventually(t, 10*time.Second, func() error {
+		testkit.Eventually(t, 10*time.Second, func() error {
 			if !p.Node.CommandKnown(fsm.CmdCreateServers) {
 				return fmt.Errorf("%s: the peers do not all know CreateServers yet", p.Name)
 			}
@@ -71,7 +72,7 @@ func TestStrangerCountsNowhere(t *testing.T) {
 	// A reconcile that saw the stranger: the one that registers a peer
 	// started after it.
 	h.Add("p4", 0)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		if _, err := leader.Node.Store().Host("p4"); err != nil {
 			return fmt.Errorf("p4 is no host yet: %w", err)
 		}

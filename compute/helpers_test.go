@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // oneHost is a cluster of one host whose log is a local store: commands
@@ -189,13 +190,7 @@ func run(t *testing.T, c *oneHost, lease time.Duration, act step) {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond) // pacing the poll
-	}
+	testkit.Eventually(t, timeout, testkit.Holds(what, cond))
 }
 
 // waitStatus waits until server id has status want.

@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestBootAcceptBenchmark measures how many boots three real agents accept
@@ -48,7 +49,7 @@ func TestBootAcceptBenchmark(t *testing.T) {
 	class := ir.Class("accept")
 	ir.Sim.SeedNodes(n, class)
 	c := IronicCluster(t, 3, ir, "CORRAL_IRONIC_SYNC_INTERVAL=5s")
-	Eventually(t, 2*time.Minute, func() error {
+	testkit.Eventually(t, 2*time.Minute, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		h, err := Hosts(ctx, c.Agents[0])

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/wire"
 )
 
@@ -45,7 +46,7 @@ func TestScaleAgentsBenchmark(t *testing.T) {
 	c := IronicCluster(t, 3, ir, env...)
 	ready := time.Since(start)
 	mirrored := map[string]time.Duration{}
-	Eventually(t, 10*time.Minute, func() error {
+	testkit.Eventually(t, 10*time.Minute, func() error {
 		for _, a := range c.Agents {
 			if _, ok := mirrored[a.Name]; ok {
 				continue
@@ -116,7 +117,7 @@ func TestScaleAgentsBenchmark(t *testing.T) {
 	}
 	killed := time.Now()
 	victim.Kill()
-	Eventually(t, 2*time.Minute, func() error {
+	testkit.Eventually(t, 2*time.Minute, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		h, err := Hosts(ctx, c.Leader(30*time.Second))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/testkit"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 )
@@ -77,7 +78,7 @@ func TestRealAgentsSurviveLeaderKill(t *testing.T) {
 	}
 
 	leader.Start()
-	Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		var got map[string]any
 		return leader.Client().Do(context.Background(), http.MethodGet,
 			"/compute/v2.1/flavors/"+f2.ID+"?consistency=stale", nil, &got)
@@ -92,7 +93,7 @@ func TestRealAgentsSurviveLeaderKill(t *testing.T) {
 	if !survivor.Wait(30 * time.Second) {
 		t.Fatalf("%s did not exit after leave", survivor.Name)
 	}
-	Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		st, err := c.Leader(10 * time.Second).Raft(context.Background())
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/testkit/netem"
 	"github.com/corral-dev/corral/testkit/proc"
 )
@@ -294,7 +295,7 @@ func (a *Agent) Raft(ctx context.Context) (RaftStatus, error) {
 func (c *Cluster) Leader(timeout time.Duration) *Agent {
 	c.t.Helper()
 	var leader *Agent
-	Eventually(c.t, timeout, func() error {
+	testkit.Eventually(c.t, timeout, func() error {
 		for _, a := range c.Agents {
 			if !a.Running() {
 				continue
@@ -315,7 +316,7 @@ func (c *Cluster) Leader(timeout time.Duration) *Agent {
 // AwaitReady waits until every running agent is ready.
 func (c *Cluster) AwaitReady(timeout time.Duration) {
 	c.t.Helper()
-	Eventually(c.t, timeout, func() error {
+	testkit.Eventually(c.t, timeout, func() error {
 		for _, a := range c.Agents {
 			if !a.Running() {
 				continue
@@ -329,24 +330,4 @@ func (c *Cluster) AwaitReady(timeout time.Duration) {
 		}
 		return nil
 	})
-}
-
-// Eventually polls f until it returns nil or the deadline passes.
-func Eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 10 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(wait) // pacing the poll
-		if wait < 200*time.Millisecond {
-			wait *= 2
-		}
-	}
 }

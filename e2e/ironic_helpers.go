@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic/contract"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/wire"
 )
 
@@ -207,7 +208,7 @@ func Settled(s *servers.Server) bool { return s.Status == "ACTIVE" || s.Status =
 func WaitServers(t testing.TB, cl *gophercloud.ServiceClient, ids []string, timeout time.Duration, done func(*servers.Server) bool) map[string]*servers.Server {
 	t.Helper()
 	out := map[string]*servers.Server{}
-	Eventually(t, timeout, func() error {
+	testkit.Eventually(t, timeout, func() error {
 		var pending []string
 		for _, id := range ids {
 			if s, ok := out[id]; ok && done(s) {
@@ -235,7 +236,7 @@ func WaitServers(t testing.TB, cl *gophercloud.ServiceClient, ids []string, time
 // WaitGone polls until GET answers 404 for every server.
 func WaitGone(t testing.TB, cl *gophercloud.ServiceClient, ids []string, timeout time.Duration) {
 	t.Helper()
-	Eventually(t, timeout, func() error {
+	testkit.Eventually(t, timeout, func() error {
 		for _, id := range ids {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			s, err := servers.Get(ctx, cl, id).Extract()
@@ -255,7 +256,7 @@ func WaitGone(t testing.TB, cl *gophercloud.ServiceClient, ids []string, timeout
 // AwaitNodes waits until the agent's node mirror shows every node available.
 func AwaitNodes(t testing.TB, a *Agent, ids []string, timeout time.Duration) {
 	t.Helper()
-	Eventually(t, timeout, func() error {
+	testkit.Eventually(t, timeout, func() error {
 		var body struct {
 			Nodes []fsm.Node `json:"nodes"` // the mirror's own type, for Available
 		}

@@ -2,10 +2,11 @@ package fsm
 
 import (
 	"fmt"
-	"github.com/corral-dev/corral/fsm/placement"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/fsm/placement"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -373,13 +374,7 @@ func keyOf(tok string) [32]byte { return tokenKey(tok) }
 // waitFor polls cond until it holds or a deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, testkit.Holds(what, cond), testkit.Every(time.Millisecond))
 }
 
 // counter reads one counter series from a registry; label "" reads an unlabelled counter.

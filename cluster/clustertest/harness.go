@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // PeerToken is the peer token of every harness peer (Options.Tweak may
@@ -282,7 +283,7 @@ func (h *Harness) gossipCut(from, addr string) bool {
 func (h *Harness) Leader(timeout time.Duration) *Peer {
 	h.t.Helper()
 	var leader *Peer
-	Eventually(h.t, timeout, func() error {
+	testkit.Eventually(h.t, timeout, func() error {
 		leader = nil
 		for _, p := range h.Running() {
 			h.mu.Lock()
@@ -351,26 +352,6 @@ func (w *testWriter) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-}
-
-// Eventually polls f until it returns nil or the deadline passes.
-func Eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 5 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(wait) // pacing the poll, not waiting for a state
-		if wait < 100*time.Millisecond {
-			wait *= 2
-		}
-	}
 }
 
 // memForwarder forwards in memory to the peer whose API address matches,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // status is how peer p's gossip sees member name.
@@ -22,7 +23,7 @@ func status(p *clustertest.Peer, name string) string {
 // waitStatus waits until every peer in from sees name with the status.
 func waitStatus(t *testing.T, from []*clustertest.Peer, name, want string) {
 	t.Helper()
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		for _, p := range from {
 			if got := status(p, name); got != want {
 				return fmt.Errorf("%s sees %s %s, want %s", p.Name, name, got, want)
@@ -55,7 +56,7 @@ func TestPartitionCutsGossipAndRaft(t *testing.T) {
 	for _, p := range rest {
 		waitStatus(t, []*clustertest.Peer{cut}, p.Name, cluster.MemberAlive)
 	}
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if st := cut.Node.RaftStatus(); st.Leader == "" || st.Leader == cut.Name {
 			return fmt.Errorf("healed peer's raft leader is %q", st.Leader)
 		}
@@ -69,7 +70,7 @@ func TestCutRaftKeepsGossip(t *testing.T) {
 	cut := h.Followers(leader)[0]
 	waitStatus(t, []*clustertest.Peer{leader}, cut.Name, cluster.MemberAlive)
 	// Only a voter campaigns when it loses its leader.
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		st := cut.Node.RaftStatus()
 		for _, v := range st.Voters {
 			if v == cut.Name && st.Leader != "" && st.Leader != cut.Name {
@@ -79,7 +80,7 @@ func TestCutRaftKeepsGossip(t *testing.T) {
 		return fmt.Errorf("%s is not yet a voter following a leader: %+v", cut.Name, st)
 	})
 	h.CutRaft(cut.Name)
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if st := cut.Node.RaftStatus(); st.State != "candidate" {
 			return fmt.Errorf("peer cut from raft is %s, want candidate", st.State)
 		}

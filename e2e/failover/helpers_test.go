@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/testkit/proc"
 )
 
@@ -147,18 +148,12 @@ func (f *fixture) poll(what string, timeout, interval time.Duration, fn func() e
 
 func pollUntil(t testing.TB, what string, timeout, interval time.Duration, fn func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return time.Since(start)
+	return testkit.Eventually(t, timeout, func() error {
+		if err := fn(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(interval) // pacing the poll
-	}
+		return nil
+	}, testkit.Every(interval))
 }
 
 // hostView is one row of GET /v1/hosts.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestKeystoneCloud: three agents with Keystone on, against the real Keystone and the
@@ -144,7 +145,7 @@ func TestKeystoneCloud(t *testing.T) {
 	listIDs(ctx, t, compute(a1, alice2.token), nil)
 	cl.revoke(t, alice2.token)
 	revoked := time.Now()
-	e2e.Eventually(t, cacheTime+20*time.Second, func() error {
+	testkit.Eventually(t, cacheTime+20*time.Second, func() error {
 		_, err := servers.List(compute(a1, alice2.token), nil).AllPages(ctx)
 		if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) {
 			return nil
@@ -184,7 +185,7 @@ func TestKeystoneCloud(t *testing.T) {
 	}
 	dead.Kill()
 	var moved *servers.Server
-	e2e.Eventually(t, 90*time.Second, func() error {
+	testkit.Eventually(t, 90*time.Second, func() error {
 		s, err := servers.Get(ctx, compute(alive, alice.token), mine[0]).Extract()
 		if err != nil {
 			return err
@@ -208,7 +209,7 @@ func TestKeystoneCloud(t *testing.T) {
 		}
 	}
 	e2e.WaitGone(t, compute(alive, alice.token), mine, 120*time.Second)
-	e2e.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		for _, id := range mine {
 			if a, err := ir.Allocation(ctx, id); err != nil || a != nil {
 				return fmt.Errorf("Ironic still holds allocation %v of %s (%v)", a, id, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
 
 	"github.com/corral-dev/corral/e2e"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // deniedAdmin creates a user with the admin role (corral lets it use os-baremetal-nodes) and the
@@ -132,7 +133,7 @@ func TestBaremetalProxyTokens(t *testing.T) {
 	g := newGate(t, cl.authURL)
 	c := cl.startAt(t, 2, g, baseIP+40)
 	a := c.Agents[0]
-	e2e.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		if code, _, body := proxyList(t, a, c.Token); code != http.StatusOK {
 			return fmt.Errorf("os-baremetal-nodes with a static token: %d %s", code, body)
 		}
@@ -158,7 +159,7 @@ func TestBaremetalProxyTokens(t *testing.T) {
 	// Ironic's access log names the user and project of each request: the proxy's request was the
 	// user's.
 	who := denied.userID + " " + denied.projectID
-	e2e.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		b, err := os.ReadFile(logPath)
 		if err != nil {
 			return err
@@ -176,7 +177,7 @@ func TestBaremetalProxyTokens(t *testing.T) {
 	// As corral's service user for every caller.
 	c = cl.startAt(t, 2, g, baseIP+42, "CORRAL_IRONIC_BAREMETAL_PROXY_AUTH=service")
 	a = c.Agents[0]
-	e2e.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		code, ids, body := proxyList(t, a, denied.token)
 		if code != http.StatusOK || !slices.Contains(ids, node) {
 			return fmt.Errorf("baremetal_proxy_auth = service, the refused user: %d %s, want 200 with node %s", code, body, node)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/contract"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // cloud is the control plane and the corral agents inside it.
@@ -236,7 +237,7 @@ func (c *cloud) serverNode(server string, nodeIDs []string) *nodes.Node {
 // eventually polls f until it succeeds or the timeout passes.
 func (c *cloud) eventually(timeout time.Duration, f func() error) {
 	c.t.Helper()
-	e2e.Eventually(c.t, timeout, f)
+	testkit.Eventually(c.t, timeout, f)
 }
 
 // waitServer polls `server show` until the server has status want and no task.

@@ -26,6 +26,7 @@ import (
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/placement"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/wire"
 )
 
@@ -82,7 +83,7 @@ func startCloud(t *testing.T, ir *e2e.Ironic, spec cloudSpec) *e2e.Cluster {
 			want[a.Name] = fsm.KindHypervisor
 		}
 	}
-	e2e.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		kinds, err := hostKinds(c.Agents[0])
 		if err != nil {
 			return err
@@ -237,7 +238,7 @@ func getServer(c *e2e.Cluster, a *e2e.Agent, id string) (serverView, error) {
 func settle(t *testing.T, c *e2e.Cluster, timeout time.Duration, ids ...string) map[string]serverView {
 	t.Helper()
 	out := map[string]serverView{}
-	e2e.Eventually(t, timeout, func() error {
+	testkit.Eventually(t, timeout, func() error {
 		var pending []string
 		for _, id := range ids {
 			if s, ok := out[id]; ok && s.Status != "BUILD" {
@@ -283,7 +284,7 @@ func deleteServers(t *testing.T, c *e2e.Cluster, timeout time.Duration, ids ...s
 			t.Fatalf("delete server %s: %v", id, err)
 		}
 	}
-	e2e.Eventually(t, timeout, func() error {
+	testkit.Eventually(t, timeout, func() error {
 		for _, id := range ids {
 			s, err := getServer(c, c.Agents[0], id)
 			switch {
@@ -457,7 +458,7 @@ func awaitSyncs(t *testing.T, c *e2e.Cluster, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		cur, err := syncCount(leader)
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestLegacyHazard reproduces the legacy hazard of nodes that report the
@@ -36,7 +37,7 @@ func testLegacyHazard(t *testing.T, ir *e2e.Ironic) {
 	e2e.AwaitNodes(t, c.Agents[0], nodeIDs, 60*time.Second)
 	standard := []string{"DISK_GB", "MEMORY_MB", "VCPU"}
 	legacyClasses := slices.Sorted(slices.Values(append([]string{rc}, standard...)))
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		for _, n := range nodeIDs {
 			inv, err := inventories(c.Agents[1], n)
 			if err != nil {
@@ -98,7 +99,7 @@ func testLegacyHazard(t *testing.T, ir *e2e.Ironic) {
 	}
 	passedOnce := rollingRestart(t, c, legacyEnv+"=false")
 
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		ns, err := nodes(c.Agents[2])
 		if err != nil {
 			return err
@@ -157,7 +158,7 @@ func testLegacyHazard(t *testing.T, ir *e2e.Ironic) {
 	if got, err := allocations(c.Agents[0], second); err != nil || !equalAllocs(got, map[string]map[string]int64{node: {rc: 1}}) {
 		t.Errorf("allocations after the migration %v (%v), want %s=1 on %s alone", got, err, rc, node)
 	}
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		ns, err := nodes(c.Agents[1])
 		if err != nil {
 			return err

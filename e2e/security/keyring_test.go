@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/wire"
 )
 
@@ -80,7 +81,7 @@ func TestGossipKeyRotationUnderLoad(t *testing.T) {
 	e2e.AwaitNodes(t, c.Agents[0], nodeIDs, 30*time.Second)
 	flavor := e2e.BareMetalFlavor(t, c.Agents[1], "bm-gold", class)
 	peers := []string{"peer1", "peer2", "peer3"}
-	e2e.Eventually(t, 20*time.Second, func() error { return allAlive(c.Agents, peers) })
+	testkit.Eventually(t, 20*time.Second, func() error { return allAlive(c.Agents, peers) })
 
 	// A stranger without the key tries to join.
 	s := e2e.Start(t, 1, e2e.Options{BaseIP: 9, ExtraArgs: []string{"--join", c.Agents[0].GossipAddr()}})
@@ -183,7 +184,7 @@ func TestGossipKeyRotationUnderLoad(t *testing.T) {
 		onNode[got[id].HypervisorHostname] = id
 	}
 	e2e.WaitGone(t, cl, deleted, 60*time.Second)
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		allocs, err := ir.Allocations(ctx, class)
 		if err != nil {
 			return err
@@ -219,5 +220,5 @@ func TestGossipKeyRotationUnderLoad(t *testing.T) {
 	c.Agents[2].Stop(10 * time.Second)
 	c.Agents[2].Start()
 	c.AwaitReady(45 * time.Second)
-	e2e.Eventually(t, 30*time.Second, func() error { return allAlive(c.Agents, peers) })
+	testkit.Eventually(t, 30*time.Second, func() error { return allAlive(c.Agents, peers) })
 }

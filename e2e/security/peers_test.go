@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/e2e"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // tlsDialer is a raft StreamLayer that only dials, over TLS with cfg.
@@ -122,7 +123,7 @@ func TestOnlyPeersReachRaftAndForwarding(t *testing.T) {
 	}
 	// Forwarding between the peers works: a write through each follower.
 	for i, a := range c.Agents {
-		e2e.Eventually(t, 20*time.Second, func() error { return createFlavor(a, fmt.Sprintf("through-%d", i)) })
+		testkit.Eventually(t, 20*time.Second, func() error { return createFlavor(a, fmt.Sprintf("through-%d", i)) })
 	}
 }
 
@@ -157,7 +158,7 @@ func TestClientCertificateIsNoPeer(t *testing.T) {
 	// certificates.
 	for _, a := range c.Agents {
 		if a != leader {
-			e2e.Eventually(t, 20*time.Second, func() error { return createFlavor(a, "through-"+a.Name) })
+			testkit.Eventually(t, 20*time.Second, func() error { return createFlavor(a, "through-"+a.Name) })
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 func raftOf(t *testing.T, a *e2e.Agent) e2e.RaftStatus {
@@ -47,7 +48,7 @@ func TestDeadVoterReplaced(t *testing.T) {
 	leader := c.Leader(15 * time.Second)
 	four := e2e.StartWith(t, 1, e2e.Options{BaseIP: 5, Env: env, ExtraArgs: []string{"--max-voters", "3", "--join", c.Agents[0].GossipAddr()}},
 		func(_ int, a *e2e.Agent) { a.Name = "peer4" })
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		if st := raftOf(t, leader); !slices.Equal(st.Nonvoters, []string{"peer4"}) {
 			return fmt.Errorf("non-voters %v", st.Nonvoters)
 		}
@@ -64,7 +65,7 @@ func TestDeadVoterReplaced(t *testing.T) {
 		}
 	}
 	victim.Kill()
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		st := raftOf(t, c.Leader(15*time.Second))
 		if v := sorted(st.Voters); slices.Contains(v, victim.Name) || !slices.Contains(v, "peer4") || len(v) != 3 {
 			return fmt.Errorf("voters %v non-voters %v", st.Voters, st.Nonvoters)
@@ -80,7 +81,7 @@ func TestDeadVoterReplaced(t *testing.T) {
 		}
 	}
 	all := append(slices.Clone(c.Agents), four.Agents...)
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		for _, a := range all {
 			if a.Running() {
 				if err := createFlavor(a, "after-"+a.Name); err != nil {
@@ -125,7 +126,7 @@ func TestWipedDataDirRejoinsAsNonVoter(t *testing.T) {
 	victim.Start()
 	// The leader made it a non-voter, it caught up, and it is a voter
 	// again with every write.
-	e2e.Eventually(t, 45*time.Second, func() error {
+	testkit.Eventually(t, 45*time.Second, func() error {
 		st, err := leader.Raft(context.Background())
 		if err != nil {
 			return err
@@ -250,7 +251,7 @@ func TestRecoverFromOneSurvivor(t *testing.T) {
 		}
 	}
 	survivor := c.Agents[0]
-	e2e.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		fl, err := flavorNames(survivor)
 		if err != nil || !slices.Contains(fl, "r09") {
 			return fmt.Errorf("survivor flavors %v: %v", fl, err)
@@ -266,7 +267,7 @@ func TestRecoverFromOneSurvivor(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	survivor.Start()
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		st, err := survivor.Raft(context.Background())
 		if err != nil {
 			return err
@@ -282,7 +283,7 @@ func TestRecoverFromOneSurvivor(t *testing.T) {
 		}
 		a.Start()
 	}
-	e2e.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		st := raftOf(t, survivor)
 		if len(st.Voters) != 3 {
 			return fmt.Errorf("voters %v non-voters %v", st.Voters, st.Nonvoters)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/e2e"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // startTLS starts n agents on 127.0.0.base.. with certificates from p,
@@ -57,9 +58,9 @@ func TestTLSClusterRefusesStranger(t *testing.T) {
 			break
 		}
 	}
-	e2e.Eventually(t, 20*time.Second, func() error { return createFlavor(follower, "through-follower") })
+	testkit.Eventually(t, 20*time.Second, func() error { return createFlavor(follower, "through-follower") })
 	for _, a := range c.Agents {
-		e2e.Eventually(t, 10*time.Second, func() error {
+		testkit.Eventually(t, 10*time.Second, func() error {
 			fl, err := flavorNames(a)
 			if err != nil || !slices.Contains(fl, "through-follower") {
 				return fmt.Errorf("%s flavors %v: %v", a.Name, fl, err)
@@ -114,7 +115,7 @@ func TestTLSClusterRefusesStranger(t *testing.T) {
 	stranger := s.Agents[0]
 
 	// The leader sees it in gossip and refuses it.
-	e2e.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		ms, err := members(leader)
 		if err != nil {
 			return err

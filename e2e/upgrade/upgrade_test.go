@@ -19,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/upgrade/novabm/novabmtest"
 )
 
@@ -107,7 +108,7 @@ func upgrade(t *testing.T, ir *e2e.Ironic, salt int, db oldDB) {
 
 	// Step: the migration, killed half-way, then run again.
 	cmd, _, _ := startCLI(t, c, a, migrate...)
-	e2e.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		if n := len(ours(t, irc, nodes)); n < 2 {
 			return fmt.Errorf("%d nodes enrolled so far", n)
 		}
@@ -210,7 +211,7 @@ func upgrade(t *testing.T, ir *e2e.Ironic, salt int, db oldDB) {
 		t.Fatal(err)
 	}
 	e2e.WaitGone(t, cl, []string{gone}, 90*time.Second)
-	e2e.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		n, err := irc.GetNode(ctx, goneNode)
 		if err != nil {
 			return err
@@ -248,7 +249,7 @@ func upgrade(t *testing.T, ir *e2e.Ironic, salt int, db oldDB) {
 		}
 	}
 	victim.Kill()
-	e2e.Eventually(t, 90*time.Second, func() error {
+	testkit.Eventually(t, 90*time.Second, func() error {
 		for _, id := range rest {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			o, err := owner(cctx, watcher, id)

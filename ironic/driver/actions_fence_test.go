@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // effects records the side effects Ironic accepted (2xx): provision and
@@ -110,7 +110,7 @@ func (w *world) bootOffLeader(flavor string) fsm.Server {
 // on node.
 func (w *world) waitEffect(ef *effects, node, kind, target string) {
 	w.t.Helper()
-	clustertest.Eventually(w.t, 20*time.Second, func() error {
+	testkit.Eventually(w.t, 20*time.Second, func() error {
 		if n, _ := ef.count(node, kind, target); n == 0 {
 			return fmt.Errorf("Ironic has accepted no %s %q for node %s yet", kind, target, node)
 		}
@@ -123,7 +123,7 @@ func (w *world) waitEffect(ef *effects, node, kind, target string) {
 func (w *world) waitMoved(s fsm.Server, want fsm.ServerStatus) fsm.Server {
 	w.t.Helper()
 	var cur fsm.Server
-	clustertest.Eventually(w.t, 40*time.Second, func() error {
+	testkit.Eventually(w.t, 40*time.Second, func() error {
 		var err error
 		if cur, err = w.leader().Node.Store().Server(s.ID); err != nil {
 			return err
@@ -161,7 +161,7 @@ func partitionedOwner(t *testing.T, opts sim.Options, action, image, kind, targe
 	// repeats while it stays cut off.
 	observe(hold)
 	w.h.Heal(s.Host)
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		if _, err := w.h.Peer(s.Host).Node.Store().Server(s.ID); err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func TestRestartedOwnerRebuildsOnce(t *testing.T) {
 			}
 			w.waitEffect(ef, s.NodeUUID, "provision", "rebuild")
 			if c.deploy < time.Second {
-				clustertest.Eventually(t, 10*time.Second, func() error {
+				testkit.Eventually(t, 10*time.Second, func() error {
 					if n := w.simNode(s.NodeUUID); n.ProvisionState != "active" {
 						return fmt.Errorf("node %s is %s", n.UUID, n.ProvisionState)
 					}

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 func (w *world) simNode(uuid string) sim.NodeState {
@@ -91,7 +91,7 @@ func TestStopFinishesOnNewOwnerAfterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the owner asked Ironic, then kill it mid-transition.
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		for _, n := range w.sim.Nodes() {
 			if n.UUID == s.NodeUUID && w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power") > before {
 				return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/mirror"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // world is an in-process cluster whose peers run drivers against one
@@ -167,7 +168,7 @@ func (w *world) boot(flavor string) string {
 func (w *world) waitStatus(id string, want fsm.ServerStatus) fsm.Server {
 	w.t.Helper()
 	var s fsm.Server
-	clustertest.Eventually(w.t, 30*time.Second, func() error {
+	testkit.Eventually(w.t, 30*time.Second, func() error {
 		var err error
 		s, err = w.leader().Node.Store().Server(id)
 		if err != nil {
@@ -182,7 +183,7 @@ func (w *world) waitStatus(id string, want fsm.ServerStatus) fsm.Server {
 }
 
 func (w *world) waitMirror(n int) {
-	clustertest.Eventually(w.t, 10*time.Second, func() error {
+	testkit.Eventually(w.t, 10*time.Second, func() error {
 		if got := len(w.leader().Node.Store().Nodes()); got < n {
 			return fmt.Errorf("mirror has %d of %d nodes", got, n)
 		}
@@ -233,7 +234,7 @@ func TestDriverBuildsSpreadsAndDeletes(t *testing.T) {
 			if got := len(w.leader().Node.Store().Reservations()); got != 3 {
 				t.Fatalf("%d reservations after deleting 3 of 6", got)
 			}
-			clustertest.Eventually(t, 10*time.Second, func() error {
+			testkit.Eventually(t, 10*time.Second, func() error {
 				busy := 0
 				for _, st := range w.sim.Nodes() {
 					if st.InstanceUUID != "" {
@@ -291,7 +292,7 @@ func TestDriverNoDoubleBooking(t *testing.T) {
 	}
 	active, failed := 0, 0
 	used := map[string]bool{}
-	clustertest.Eventually(t, 30*time.Second, func() error {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		active, failed = 0, 0
 		used = map[string]bool{}
 		for _, id := range ids {
@@ -323,7 +324,7 @@ func TestDeleteDuringBuildWins(t *testing.T) {
 	w.waitMirror(1)
 	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
 	id := w.boot("gold")
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		s, _ := w.leader().Node.Store().Server(id)
 		if s.TaskState != fsm.TaskSpawning {
 			return fmt.Errorf("task %q", s.TaskState)
@@ -334,7 +335,7 @@ func TestDeleteDuringBuildWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitStatus(id, fsm.StatusDeleted)
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		for _, st := range w.sim.Nodes() {
 			if st.InstanceUUID != "" || st.ProvisionState != "available" {
 				return fmt.Errorf("node %s: %s instance %q", st.UUID, st.ProvisionState, st.InstanceUUID)
@@ -359,7 +360,7 @@ func TestFailoverMidDeploy(t *testing.T) {
 	leader := w.leader().Name
 	var victim string
 	var victims []string
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		victims = nil
 		for _, id := range ids {
 			s, _ := w.leader().Node.Store().Server(id)
@@ -460,7 +461,7 @@ func TestLeaderReapsLeftoversOfDeletedServers(t *testing.T) {
 	if _, err := c.WaitAllocation(context.Background(), late.UUID); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.Eventually(t, 15*time.Second, func() error {
+	testkit.Eventually(t, 15*time.Second, func() error {
 		for _, st := range w.sim.Nodes() {
 			if st.AllocationUUID != "" || st.InstanceUUID != "" {
 				return fmt.Errorf("node %s still holds %s", st.UUID, st.InstanceUUID)

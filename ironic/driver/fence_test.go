@@ -11,11 +11,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // watched counts a driver's Ironic calls and runs onFirstGet once, on
@@ -106,7 +106,7 @@ func TestDriverDoesNotTouchANodeItNoLongerHolds(t *testing.T) {
 			}
 			// Wait until the driver is past the point where it would have
 			// deployed: it has read the node again (a check, a retry).
-			clustertest.Eventually(t, 20*time.Second, func() error {
+			testkit.Eventually(t, 20*time.Second, func() error {
 				if ir.n("Deploy") > 0 || ir.n("GetNode") >= 3 {
 					return nil
 				}

@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/mirror"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestMassBootBenchmark boots many servers at once on an in-process
@@ -160,7 +161,7 @@ func massBoot(t *testing.T, n int, deploy time.Duration, wait string) massRow {
 	}
 	s.SeedNodes(n, "baremetal-gold")
 	store := func() *fsm.Store { return h.Leader(10 * time.Second).Node.Store() }
-	clustertest.Eventually(t, 60*time.Second, func() error {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		if got := len(store().Nodes()); got < n {
 			return fmt.Errorf("mirror has %d of %d nodes", got, n)
 		}

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // With one worker, six deploys are in flight at once: a deploy waits in
@@ -30,7 +30,7 @@ func TestDeploysInFlightHoldNoWorker(t *testing.T) {
 	for range n {
 		ids = append(ids, w.boot("gold"))
 	}
-	clustertest.Eventually(t, 20*time.Second, func() error {
+	testkit.Eventually(t, 20*time.Second, func() error {
 		deploying := 0
 		for _, st := range w.sim.Nodes() {
 			if st.ProvisionState == "deploying" {
@@ -100,7 +100,7 @@ func TestWatcherReportsDeployFailure(t *testing.T) {
 	w.waitMirror(1)
 	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
 	id := w.boot("gold")
-	clustertest.Eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if st := w.sim.Nodes()[0]; st.ProvisionState != "deploying" {
 			return fmt.Errorf("node is %s", st.ProvisionState)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/mirror"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // BenchmarkMirrorScale (make bench-scale) mirrors CORRAL_BENCH_SCALE_NODES
@@ -76,7 +77,7 @@ func BenchmarkMirrorScale(b *testing.B) {
 		}
 		firstLeader, firstCPU := time.Since(start), processCPU()-cpu0
 		fmt.Fprintf(os.Stderr, "first sync pass on the leader: %s wall, %s CPU\n", firstLeader, firstCPU)
-		clustertest.Eventually(b, 5*time.Minute, func() error {
+		testkit.Eventually(b, 5*time.Minute, func() error {
 			for _, p := range h.Running() {
 				if got := len(p.Node.Store().Nodes()); got != n {
 					return fmt.Errorf("%s mirrors %d of %d nodes", p.Name, got, n)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit"
 )
 
 type client struct {
@@ -81,13 +82,7 @@ func fault(m map[string]any) string {
 // waitFor polls cond every 10 ms for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, testkit.Holds(what, cond))
 }
 
 func (c *client) allocate(body map[string]any) map[string]any {
