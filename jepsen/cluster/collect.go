@@ -12,7 +12,7 @@ import (
 
 // Collect reads the final state from every peer and from Ironic.
 func (pr *Probe) Collect(ctx context.Context) history.FinalState {
-	fs := history.FinalState{Views: map[string][]history.ServerState{}, Owners: map[string]client.OwnerView{}, Running: pr.Cl.Running()}
+	fs := history.FinalState{Views: map[string][]history.ServerState{}, Owners: map[string]history.Owner{}, Running: pr.Cl.Running()}
 	fail := func(what string, err error) {
 		fs.Errors = append(fs.Errors, fmt.Sprintf("%s: %v", what, err))
 	}
@@ -40,16 +40,18 @@ func (pr *Probe) Collect(ctx context.Context) history.FinalState {
 			fail("owner of "+s.ID, err)
 			continue
 		}
-		fs.Owners[s.ID] = body.Owner
+		fs.Owners[s.ID] = history.OwnerOf(body.Owner)
 	}
-	if fs.Hosts, err = pr.hosts(cctx, base); err != nil {
+	hosts, err := pr.hosts(cctx, base)
+	if err != nil {
 		fail("hosts", err)
 	}
+	fs.Hosts = history.HostsOf(hosts)
 	var res client.ReservationsBody
 	if err := pr.API.GetJSON(cctx, base, "/v1/reservations?consistency=linearizable", &res); err != nil {
 		fail("reservations", err)
 	}
-	fs.Reservations = res.Reservations
+	fs.Reservations = history.ReservationsOf(res.Reservations)
 	if fs.IronicNodes, err = pr.IR.Nodes(cctx, pr.RC); err != nil {
 		fail("Ironic nodes", err)
 	}
