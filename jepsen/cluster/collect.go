@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/corral-dev/corral/jepsen/client"
@@ -35,8 +34,8 @@ func (pr *Probe) Collect(ctx context.Context) history.FinalState {
 		if s.Status == "DELETED" {
 			continue
 		}
-		var body client.OwnerBody
-		if err := pr.API.GetJSON(cctx, base, "/v1/servers/"+url.PathEscape(s.ID)+"/owner?consistency=linearizable", &body); err != nil {
+		var body client.OwnerResponse
+		if err := pr.API.GetJSON(cctx, base, client.OwnerPath(s.ID)+"?consistency=linearizable", &body); err != nil {
 			fail("owner of "+s.ID, err)
 			continue
 		}
@@ -47,8 +46,8 @@ func (pr *Probe) Collect(ctx context.Context) history.FinalState {
 		fail("hosts", err)
 	}
 	fs.Hosts = history.HostsOf(hosts)
-	var res client.ReservationsBody
-	if err := pr.API.GetJSON(cctx, base, "/v1/reservations?consistency=linearizable", &res); err != nil {
+	var res client.ReservationsResponse
+	if err := pr.API.GetJSON(cctx, base, client.ReservationsPath+"?consistency=linearizable", &res); err != nil {
 		fail("reservations", err)
 	}
 	fs.Reservations = history.ReservationsOf(res.Reservations)

@@ -88,9 +88,9 @@ func TestFinalFileFormat(t *testing.T) {
 // The final state keeps of corral's answers what the checkers read, and
 // nothing more of what the views hold.
 func TestFinalRecordsOfAnswers(t *testing.T) {
-	var owner client.OwnerBody
-	var hosts client.HostsBody
-	var res client.ReservationsBody
+	var owner client.OwnerResponse
+	var hosts client.HostsResponse
+	var res client.ReservationsResponse
 	for _, a := range []struct {
 		body string
 		into any
