@@ -1,11 +1,14 @@
 package main
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -59,5 +62,39 @@ func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
 		if !slices.Contains(pkgs, r) {
 			t.Errorf("the README's layout names %s, which is no package", r)
 		}
+	}
+}
+
+// As the README's layout says, client/wire.go names corral's wire types
+// and paths for the suite, and no other file imports wire.
+func TestOnlyClientWireImportsWire(t *testing.T) {
+	const wirePkg = "github.com/corral-dev/corral/wire"
+	var importers []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (path == "results" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); p == wirePkg {
+				importers = append(importers, filepath.ToSlash(path))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(importers, []string{"client/wire.go"}) {
+		t.Errorf("files importing %s: %v, want only client/wire.go", wirePkg, importers)
 	}
 }

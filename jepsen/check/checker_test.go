@@ -52,7 +52,7 @@ func TestUnknownOutcomesAreTolerated(t *testing.T) {
 	}
 	d := history.ServerState{ID: "dddd", Name: "d", Status: "ERROR", Host: "n2"}
 	fs.Servers = append(fs.Servers, d)
-	fs.Owners["dddd"] = client.OwnerView{ServerID: "dddd", Host: "n2", HostUp: true}
+	fs.Owners["dddd"] = history.Owner{ServerID: "dddd", Host: "n2", HostUp: true}
 	for p := range fs.Views {
 		fs.Views[p] = append(fs.Views[p], d)
 	}
@@ -86,11 +86,11 @@ func TestDoubleBookedNode(t *testing.T) {
 	fs := historytest.CleanFinal()
 	c := history.ServerState{ID: "cccc", Name: "c", Status: "ACTIVE", Host: "n2", Node: historytest.NodeX}
 	fs.Servers = append(fs.Servers, c)
-	fs.Owners["cccc"] = client.OwnerView{ServerID: "cccc", Host: "n2", HostUp: true}
+	fs.Owners["cccc"] = history.Owner{ServerID: "cccc", Host: "n2", HostUp: true}
 	for p := range fs.Views {
 		fs.Views[p] = append(fs.Views[p], c)
 	}
-	fs.Reservations = append(fs.Reservations, client.Reservation{NodeUUID: historytest.NodeX, ServerID: "cccc", Host: "n2"})
+	fs.Reservations = append(fs.Reservations, history.Reservation{NodeUUID: historytest.NodeX, ServerID: "cccc", Host: "n2"})
 	wantKind(t, final(h.Ops, fs), "double-booked-node")
 
 	// The same in Ironic only: two allocations on one node.
@@ -142,7 +142,7 @@ func TestOwnerIsDeadHost(t *testing.T) {
 	fs.Hosts[0].Status = "down"
 	wantKind(t, final(h.Ops, fs), "owner-down")
 	fs = historytest.CleanFinal()
-	fs.Owners[historytest.IDB] = client.OwnerView{ServerID: historytest.IDB, Epoch: 3, Status: "ACTIVE"}
+	fs.Owners[historytest.IDB] = history.Owner{ServerID: historytest.IDB, Epoch: 3, Status: "ACTIVE"}
 	for i := range fs.Servers {
 		fs.Servers[i].Host = ""
 	}
@@ -221,7 +221,7 @@ func TestUnscheduledErrorServerIsValid(t *testing.T) {
 	fs := historytest.CleanFinal()
 	u := history.ServerState{ID: "uuuu", Name: "u", Status: "ERROR"}
 	fs.Servers = append(fs.Servers, u)
-	fs.Owners["uuuu"] = client.OwnerView{ServerID: "uuuu", Status: "ERROR"}
+	fs.Owners["uuuu"] = history.Owner{ServerID: "uuuu", Status: "ERROR"}
 	for p := range fs.Views {
 		fs.Views[p] = append(fs.Views[p], u)
 	}
@@ -238,7 +238,7 @@ func TestNothingBuiltIsInvalid(t *testing.T) {
 	fs := historytest.CleanFinal()
 	fs.Servers = []history.ServerState{{ID: historytest.IDA, Name: "a", Status: "ERROR"}}
 	fs.Views = map[string][]history.ServerState{"n1": fs.Servers}
-	fs.Owners = map[string]client.OwnerView{historytest.IDA: {ServerID: historytest.IDA, Status: "ERROR"}}
+	fs.Owners = map[string]history.Owner{historytest.IDA: {ServerID: historytest.IDA, Status: "ERROR"}}
 	fs.Reservations, fs.Allocations = nil, nil
 	fs.IronicNodes = fs.IronicNodes[1:]
 	wantKind(t, final(h.Ops, fs), "nothing-built")

@@ -161,7 +161,7 @@ func secs(t int64) string { return fmt.Sprintf("%.3fs", float64(t)/1e9) }
 func (r *FinalResult) checkOwners(fs history.FinalState, live map[string]history.ServerState) {
 	hostUp := map[string]bool{}
 	for _, h := range fs.Hosts {
-		hostUp[h.Name] = h.Status == "up"
+		hostUp[h.Name] = h.Status == client.HostUp
 	}
 	for _, id := range slices.Sorted(maps.Keys(live)) {
 		s := live[id]

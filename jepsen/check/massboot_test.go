@@ -194,7 +194,7 @@ func TestMassBootDeletedServerHoldsNode(t *testing.T) {
 	wantMass(t, m, "ironic-leak")
 	// And in corral's reservations.
 	m = historytest.NewMassRun()
-	m.FS.Reservations = append(m.FS.Reservations, client.Reservation{NodeUUID: "node-3", ServerID: historytest.MassID(1, 1), Host: "n1"})
+	m.FS.Reservations = append(m.FS.Reservations, history.Reservation{NodeUUID: "node-3", ServerID: historytest.MassID(1, 1), Host: "n1"})
 	wantMass(t, m, "reservation-leak")
 }
 

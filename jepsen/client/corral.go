@@ -143,8 +143,8 @@ func (c *Corral) ListServers(ctx context.Context, base, consistency string, dele
 	if deleted {
 		q.Set("deleted", "true")
 	}
-	var body ServersBody
-	if err := c.GetJSON(ctx, base, "/compute/v2.1/servers/detail?"+q.Encode(), &body); err != nil {
+	var body ServersResponse
+	if err := c.GetJSON(ctx, base, ServersDetailPath+"?"+q.Encode(), &body); err != nil {
 		return nil, err
 	}
 	return body.Servers, nil
@@ -154,13 +154,12 @@ func (c *Corral) ListServers(ctx context.Context, base, consistency string, dele
 // nodes' custom resource class, and the standard classes zeroed (the
 // vcpus/ram/disk figures are only informational), as Nova documents it.
 func (c *Corral) CreateFlavor(ctx context.Context, base, id, customRC string) error {
-	o := c.Do(ctx, http.MethodPost, base, "/compute/v2.1/flavors", CreateFlavorRequest{Flavor: Flavor{
-		Name: id, ID: id, VCPUs: 1, RAM: 1, Disk: 1}})
+	o := c.Do(ctx, http.MethodPost, base, FlavorsPath, NewFlavor(id))
 	if o.Code != http.StatusOK && o.Code != http.StatusCreated && o.Code != http.StatusConflict {
 		return fmt.Errorf("create flavor: %s", o)
 	}
-	o = c.Do(ctx, http.MethodPost, base, "/compute/v2.1/flavors/"+id+"/os-extra_specs",
-		ExtraSpecsRequest{ExtraSpecs: map[string]string{"resources:" + customRC: "1",
+	o = c.Do(ctx, http.MethodPost, base, ExtraSpecsPath(id),
+		ExtraSpecsBody{ExtraSpecs: map[string]string{"resources:" + customRC: "1",
 			"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}})
 	if o.Code != http.StatusOK {
 		return fmt.Errorf("set flavor extra specs: %s", o)

@@ -1,181 +1,131 @@
 package client
 
-// Every request and response body of corral's API that the suite sends or
-// reads is declared in this file, and only here: the Nova-compatible API
-// under /compute/v2.1 and the admin API under /v1. Each type holds the
-// subset of fields the suite uses. The rest of the suite names these types
-// and never spells a body as a map or an anonymous struct, so that they can
-// become aliases of shared wire types in one edit. Ironic's bodies (not
-// corral's) are in ironic.go and sim.go.
+import "github.com/corral-dev/corral/wire"
 
-// Server is the subset of Nova's server view the suite reads.
-type Server struct {
-	ID     string  `json:"id"`
-	Name   string  `json:"name"`
-	Status string  `json:"status"`
-	Task   *string `json:"OS-EXT-STS:task_state"`
-	Host   *string `json:"OS-EXT-SRV-ATTR:host"`
-	Node   *string `json:"OS-EXT-SRV-ATTR:hypervisor_hostname"`
-	Fault  *struct {
-		Message string `json:"message"`
-	} `json:"fault"`
+// The request and response bodies of corral's API that the suite sends or
+// reads, and the paths they travel on, are corral's own (package wire,
+// which its API serves and its client and CLI send), named here: the
+// Nova-compatible API under /compute/v2.1 and the admin API under /v1.
+// The rest of the suite names them through this file, never imports wire
+// itself, and never spells a body as a map or an anonymous struct. Ironic's
+// bodies (not corral's) are in ironic.go and sim.go.
+//
+// A server's task state, host and node are strings: corral shows an empty
+// one as null, which decodes to "", so null and "" mean the same, as they
+// always did in the history (history.StateOf).
+
+// The compute API: servers.
+type (
+	// Server is the part of Nova's server view the suite reads.
+	Server = wire.Server
+	// ServerResponse is the answer to GET /servers/{id}.
+	ServerResponse = wire.ServerResponse
+	// ServersResponse is the answer to GET /servers/detail.
+	ServersResponse = wire.ServersResponse
+	// ServerCreateRequest is the body of POST /servers.
+	ServerCreateRequest = wire.ServerCreateRequest
+	// ServerCreate is the server a boot asks for.
+	ServerCreate = wire.ServerCreate
+	// ServerCreateResponse is the answer to POST /servers: only the new
+	// server's id is read.
+	ServerCreateResponse = wire.ServerCreateResponse
+	// RebootAction is the argument of a reboot (RebootSoft or RebootHard).
+	RebootAction = wire.RebootAction
+	// RebuildAction is the argument of a rebuild.
+	RebuildAction = wire.RebuildAction
+)
+
+// Server actions and reboot types.
+const (
+	ActionStop    = wire.ActionStop
+	ActionStart   = wire.ActionStart
+	ActionReboot  = wire.ActionReboot
+	ActionRebuild = wire.ActionRebuild
+	RebootSoft    = wire.RebootSoft
+	RebootHard    = wire.RebootHard
+)
+
+// ActionRequest is the body of POST /servers/{id}/action: exactly one
+// action (ActionStop, ...) with its argument, nil (JSON null) for an
+// action without one, as Nova spells it ({"os-stop": null}) and corral's
+// own client sends it.
+type ActionRequest map[string]any
+
+// Action is the body of one action with its argument (nil for none,
+// RebootAction, RebuildAction).
+func Action(action string, arg any) ActionRequest { return ActionRequest{action: arg} }
+
+// The compute API: flavors.
+type (
+	// FlavorCreateRequest is the body of POST /flavors.
+	FlavorCreateRequest = wire.FlavorCreateRequest
+	// FlavorCreate is a flavor to create.
+	FlavorCreate = wire.FlavorCreate
+	// ExtraSpecsBody is the body of POST /flavors/{id}/os-extra_specs.
+	ExtraSpecsBody = wire.ExtraSpecsBody
+)
+
+// NewFlavor is the body of POST /flavors that creates a flavor of the
+// suite: name and id id, vcpus, ram and disk 1 (the suite's flavor and
+// the probe writes).
+func NewFlavor(id string) FlavorCreateRequest {
+	return FlavorCreateRequest{Flavor: &FlavorCreate{Name: new(id), ID: new(id), VCPUs: new(1), RAM: new(1), Disk: new(1)}}
 }
 
-// ServerBody is the answer to GET /servers/{id}.
-type ServerBody struct {
-	Server Server `json:"server"`
-}
+// The admin API.
+type (
+	// RaftStatus is the answer to GET /v1/cluster/raft.
+	RaftStatus = wire.RaftStatus
+	// HostView is one host of GET /v1/hosts.
+	HostView = wire.HostView
+	// HostsResponse is the answer to GET /v1/hosts.
+	HostsResponse = wire.HostsResponse
+	// OwnerView is a server's owner in GET /v1/servers/{id}/owner.
+	OwnerView = wire.OwnerView
+	// OwnerResponse is the answer to GET /v1/servers/{id}/owner.
+	OwnerResponse = wire.OwnerResponse
+	// Reservation is one row of GET /v1/reservations.
+	Reservation = wire.Reservation
+	// ReservationsResponse is the answer to GET /v1/reservations.
+	ReservationsResponse = wire.ReservationsResponse
+	// NodeView is one row of GET /v1/nodes, corral's mirror of Ironic.
+	NodeView = wire.NodeView
+	// NodesResponse is the answer to GET /v1/nodes.
+	NodesResponse = wire.NodesResponse
+	// KeyringStatus is one peer's keyring in the answers on KeyringPath.
+	KeyringStatus = wire.KeyringStatus
+	// KeyringResponse is the body of every answer on KeyringPath.
+	KeyringResponse = wire.KeyringResponse
+	// KeyringRequest is the body of POST, PUT and DELETE on KeyringPath:
+	// the key to install, use or remove.
+	KeyringRequest = wire.KeyringRequest
+)
 
-// ServersBody is the answer to GET /servers/detail.
-type ServersBody struct {
-	Servers []Server `json:"servers"`
-}
+// Host statuses in HostView.Status.
+const (
+	HostUp = wire.HostUp
+)
 
-// CreateServerRequest is the body of POST /servers.
-type CreateServerRequest struct {
-	Server NewServer `json:"server"`
-}
+// Paths.
+const (
+	ServersPath       = wire.ServersPath
+	ServersDetailPath = wire.ServersPath + "/detail"
+	FlavorsPath       = wire.FlavorsPath
+	RaftPath          = wire.RaftPath
+	HostsPath         = wire.HostsPath
+	NodesPath         = wire.NodesPath
+	ReservationsPath  = wire.ReservationsPath
+	KeyringPath       = wire.KeyringPath
+)
 
-// NewServer is the server a boot asks for.
-type NewServer struct {
-	Name      string `json:"name"`
-	FlavorRef string `json:"flavorRef"`
-	ImageRef  string `json:"imageRef"`
-}
+// ServerPath is one server of the compute API.
+func ServerPath(id string) string { return wire.ServerPath(id) }
 
-// CreateServerResponse is the answer to POST /servers: only the new
-// server's id is read.
-type CreateServerResponse struct {
-	Server struct {
-		ID string `json:"id"`
-	} `json:"server"`
-}
+// ServerActionPath is where a server's actions are sent.
+func ServerActionPath(id string) string { return wire.ServerActionPath(id) }
 
-// ServerAction is the body of POST /servers/{id}/action: exactly one
-// field is set.
-type ServerAction struct {
-	Stop    *Null    `json:"os-stop,omitempty"`
-	Start   *Null    `json:"os-start,omitempty"`
-	Reboot  *Reboot  `json:"reboot,omitempty"`
-	Rebuild *Rebuild `json:"rebuild,omitempty"`
-}
+// ExtraSpecsPath is a flavor's extra specs.
+func ExtraSpecsPath(flavorID string) string { return wire.ExtraSpecsPath(flavorID) }
 
-// Reboot is a reboot action; Type is SOFT or HARD.
-type Reboot struct {
-	Type string `json:"type"`
-}
-
-// Rebuild is a rebuild action.
-type Rebuild struct {
-	ImageRef string `json:"imageRef"`
-}
-
-// Null is the JSON null of an action without arguments ({"os-stop": null}).
-type Null struct{}
-
-// MarshalJSON writes null.
-func (Null) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
-
-// CreateFlavorRequest is the body of POST /flavors.
-type CreateFlavorRequest struct {
-	Flavor Flavor `json:"flavor"`
-}
-
-// Flavor is a flavor to create.
-type Flavor struct {
-	Name  string `json:"name"`
-	ID    string `json:"id"`
-	VCPUs int    `json:"vcpus"`
-	RAM   int    `json:"ram"`
-	Disk  int    `json:"disk"`
-}
-
-// ExtraSpecsRequest is the body of POST /flavors/{id}/os-extra_specs.
-type ExtraSpecsRequest struct {
-	ExtraSpecs map[string]string `json:"extra_specs"`
-}
-
-// RaftStatus is the subset of GET /v1/cluster/raft the suite reads.
-type RaftStatus struct {
-	Name      string   `json:"name"`
-	State     string   `json:"state"`
-	Leader    string   `json:"leader"`
-	Term      uint64   `json:"term"`
-	Voters    []string `json:"voters"`
-	NonVoters []string `json:"nonvoters"`
-}
-
-// HostView is one host of GET /v1/hosts.
-type HostView struct {
-	Name    string `json:"name"`
-	Status  string `json:"status"`
-	Servers int    `json:"servers"`
-}
-
-// HostsBody is the answer to GET /v1/hosts.
-type HostsBody struct {
-	Hosts []HostView `json:"hosts"`
-}
-
-// OwnerView is a server's owner in GET /v1/servers/{id}/owner.
-type OwnerView struct {
-	ServerID string `json:"server_id"`
-	Host     string `json:"host"`
-	Epoch    uint64 `json:"epoch"`
-	HostUp   bool   `json:"host_up"`
-	Status   string `json:"status"`
-	Task     string `json:"task_state,omitempty"`
-	Node     string `json:"node_uuid,omitempty"`
-}
-
-// OwnerBody is the answer to GET /v1/servers/{id}/owner.
-type OwnerBody struct {
-	Owner OwnerView `json:"owner"`
-}
-
-// Reservation is one row of GET /v1/reservations.
-type Reservation struct {
-	NodeUUID       string `json:"node_uuid"`
-	ServerID       string `json:"server_id"`
-	Host           string `json:"host"`
-	AllocationUUID string `json:"allocation_uuid,omitempty"`
-}
-
-// ReservationsBody is the answer to GET /v1/reservations.
-type ReservationsBody struct {
-	Reservations []Reservation `json:"reservations"`
-}
-
-// MirrorNode is one row of GET /v1/nodes.
-type MirrorNode struct {
-	UUID          string `json:"uuid"`
-	ResourceClass string `json:"resource_class"`
-	ReservedBy    string `json:"reserved_by,omitempty"`
-}
-
-// NodesBody is the answer to GET /v1/nodes.
-type NodesBody struct {
-	Nodes []MirrorNode `json:"nodes"`
-}
-
-// KeyringPath is corral's operator endpoint of the gossip keyring.
-const KeyringPath = "/v1/operator/keyring"
-
-// KeyringStatus is one peer's keyring in GET /v1/operator/keyring.
-type KeyringStatus struct {
-	Peer    string   `json:"peer"`
-	Primary string   `json:"primary"`
-	Keys    []string `json:"keys"`
-}
-
-// KeyringResponse is the body of every /v1/operator/keyring answer.
-type KeyringResponse struct {
-	Peers  []KeyringStatus   `json:"peers"`
-	Errors map[string]string `json:"errors,omitempty"`
-}
-
-// KeyringRequest is the body of POST, PUT and DELETE
-// /v1/operator/keyring: the key to install, use or remove.
-type KeyringRequest struct {
-	Key string `json:"key"`
-}
+// OwnerPath explains who owns a server.
+func OwnerPath(serverID string) string { return wire.OwnerPath(serverID) }

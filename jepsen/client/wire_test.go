@@ -13,14 +13,15 @@ func TestRequestBodies(t *testing.T) {
 		body any
 		want string
 	}{
-		{ServerAction{Stop: &Null{}}, `{"os-stop": null}`},
-		{ServerAction{Start: &Null{}}, `{"os-start": null}`},
-		{ServerAction{Reboot: &Reboot{Type: "HARD"}}, `{"reboot": {"type": "HARD"}}`},
-		{ServerAction{Rebuild: &Rebuild{ImageRef: "img"}}, `{"rebuild": {"imageRef": "img"}}`},
-		{CreateServerRequest{Server: NewServer{Name: "a", FlavorRef: "jepsen", ImageRef: "img"}},
+		{Action(ActionStop, nil), `{"os-stop": null}`},
+		{Action(ActionStart, nil), `{"os-start": null}`},
+		{Action(ActionReboot, RebootAction{Type: RebootHard}), `{"reboot": {"type": "HARD"}}`},
+		{Action(ActionReboot, RebootAction{Type: RebootSoft}), `{"reboot": {"type": "SOFT"}}`},
+		{Action(ActionRebuild, RebuildAction{ImageRef: "img"}), `{"rebuild": {"imageRef": "img"}}`},
+		{ServerCreateRequest{Server: &ServerCreate{Name: "a", FlavorRef: "jepsen", ImageRef: "img"}},
 			`{"server": {"name": "a", "flavorRef": "jepsen", "imageRef": "img"}}`},
-		{CreateFlavorRequest{Flavor: Flavor{Name: "f", ID: "f", VCPUs: 1, RAM: 1, Disk: 1}},
-			`{"flavor": {"name": "f", "id": "f", "vcpus": 1, "ram": 1, "disk": 1}}`},
+		{NewFlavor("f"), `{"flavor": {"name": "f", "id": "f", "vcpus": 1, "ram": 1, "disk": 1}}`},
+		{ExtraSpecsBody{ExtraSpecs: map[string]string{"resources:VCPU": "0"}}, `{"extra_specs": {"resources:VCPU": "0"}}`},
 		{KeyringRequest{Key: "K"}, `{"key": "K"}`},
 	} {
 		b, err := json.Marshal(tc.body)
@@ -36,6 +37,28 @@ func TestRequestBodies(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%T = %s, want %s", tc.body, b, tc.want)
+		}
+	}
+}
+
+// The paths are the ones the suite has always sent its requests to.
+func TestPaths(t *testing.T) {
+	for _, p := range []struct{ got, want string }{
+		{ServersPath, "/compute/v2.1/servers"},
+		{ServersDetailPath, "/compute/v2.1/servers/detail"},
+		{ServerPath("a/b"), "/compute/v2.1/servers/a%2Fb"},
+		{ServerActionPath("a"), "/compute/v2.1/servers/a/action"},
+		{FlavorsPath, "/compute/v2.1/flavors"},
+		{ExtraSpecsPath("jepsen"), "/compute/v2.1/flavors/jepsen/os-extra_specs"},
+		{RaftPath, "/v1/cluster/raft"},
+		{HostsPath, "/v1/hosts"},
+		{NodesPath, "/v1/nodes"},
+		{ReservationsPath, "/v1/reservations"},
+		{OwnerPath("a"), "/v1/servers/a/owner"},
+		{KeyringPath, "/v1/operator/keyring"},
+	} {
+		if p.got != p.want {
+			t.Errorf("%s, want %s", p.got, p.want)
 		}
 	}
 }

@@ -190,7 +190,7 @@ func (c *Cluster) Leader(ctx context.Context, api *client.Corral) string {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		var st client.RaftStatus
-		err := api.GetJSON(cctx, a.URL(), "/v1/cluster/raft", &st)
+		err := api.GetJSON(cctx, a.URL(), client.RaftPath, &st)
 		cancel()
 		if err == nil && st.Leader != "" && st.Term >= term {
 			best, term = st.Leader, st.Term

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/corral-dev/corral/jepsen/client"
@@ -12,7 +11,7 @@ import (
 
 // Collect reads the final state from every peer and from Ironic.
 func (pr *Probe) Collect(ctx context.Context) history.FinalState {
-	fs := history.FinalState{Views: map[string][]history.ServerState{}, Owners: map[string]client.OwnerView{}, Running: pr.Cl.Running()}
+	fs := history.FinalState{Views: map[string][]history.ServerState{}, Owners: map[string]history.Owner{}, Running: pr.Cl.Running()}
 	fail := func(what string, err error) {
 		fs.Errors = append(fs.Errors, fmt.Sprintf("%s: %v", what, err))
 	}
@@ -35,21 +34,23 @@ func (pr *Probe) Collect(ctx context.Context) history.FinalState {
 		if s.Status == "DELETED" {
 			continue
 		}
-		var body client.OwnerBody
-		if err := pr.API.GetJSON(cctx, base, "/v1/servers/"+url.PathEscape(s.ID)+"/owner?consistency=linearizable", &body); err != nil {
+		var body client.OwnerResponse
+		if err := pr.API.GetJSON(cctx, base, client.OwnerPath(s.ID)+"?consistency=linearizable", &body); err != nil {
 			fail("owner of "+s.ID, err)
 			continue
 		}
-		fs.Owners[s.ID] = body.Owner
+		fs.Owners[s.ID] = history.OwnerOf(body.Owner)
 	}
-	if fs.Hosts, err = pr.hosts(cctx, base); err != nil {
+	hosts, err := pr.hosts(cctx, base)
+	if err != nil {
 		fail("hosts", err)
 	}
-	var res client.ReservationsBody
-	if err := pr.API.GetJSON(cctx, base, "/v1/reservations?consistency=linearizable", &res); err != nil {
+	fs.Hosts = history.HostsOf(hosts)
+	var res client.ReservationsResponse
+	if err := pr.API.GetJSON(cctx, base, client.ReservationsPath+"?consistency=linearizable", &res); err != nil {
 		fail("reservations", err)
 	}
-	fs.Reservations = res.Reservations
+	fs.Reservations = history.ReservationsOf(res.Reservations)
 	if fs.IronicNodes, err = pr.IR.Nodes(cctx, pr.RC); err != nil {
 		fail("Ironic nodes", err)
 	}

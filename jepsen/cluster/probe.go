@@ -20,8 +20,8 @@ type Probe struct {
 }
 
 func (pr *Probe) hosts(ctx context.Context, base string) ([]client.HostView, error) {
-	var body client.HostsBody
-	err := pr.API.GetJSON(ctx, base, "/v1/hosts?consistency=linearizable", &body)
+	var body client.HostsResponse
+	err := pr.API.GetJSON(ctx, base, client.HostsPath+"?consistency=linearizable", &body)
 	return body.Hosts, err
 }
 
@@ -64,7 +64,7 @@ func (pr *Probe) ready(ctx context.Context) error {
 	}
 	up := 0
 	for _, h := range hs {
-		if h.Status == "up" {
+		if h.Status == client.HostUp {
 			up++
 		}
 	}
@@ -84,8 +84,8 @@ func (pr *Probe) WaitReady(ctx context.Context, nodes int, timeout time.Duration
 		cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
 		last = pr.ready(cctx)
 		if last == nil {
-			var body client.NodesBody
-			last = pr.API.GetJSON(cctx, pr.AnyURL(cctx), "/v1/nodes", &body)
+			var body client.NodesResponse
+			last = pr.API.GetJSON(cctx, pr.AnyURL(cctx), client.NodesPath, &body)
 			if last == nil {
 				n := 0
 				for _, x := range body.Nodes {
@@ -120,8 +120,7 @@ func (pr *Probe) Recover(ctx context.Context, timeout time.Duration) (time.Durat
 		last = pr.ready(cctx)
 		if last == nil {
 			id := fmt.Sprintf("jepsen-probe-%d-%d", time.Now().UnixNano(), i)
-			o := pr.API.Do(cctx, http.MethodPost, pr.AnyURL(cctx), "/compute/v2.1/flavors", client.CreateFlavorRequest{
-				Flavor: client.Flavor{Name: id, ID: id, VCPUs: 1, RAM: 1, Disk: 1}})
+			o := pr.API.Do(cctx, http.MethodPost, pr.AnyURL(cctx), client.FlavorsPath, client.NewFlavor(id))
 			if o.Code != http.StatusOK && o.Code != http.StatusCreated {
 				last = fmt.Errorf("probe write: %s", o)
 			}

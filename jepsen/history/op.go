@@ -81,18 +81,10 @@ func (s ServerState) Acting() bool {
 	return false
 }
 
-// StateOf is what a read saw of a server in corral's view of it.
+// StateOf is what a read saw of a server in corral's view of it. corral
+// shows an empty task state, host or node as null, which reads as "".
 func StateOf(s client.Server) ServerState {
-	st := ServerState{ID: s.ID, Name: s.Name, Status: s.Status}
-	if s.Task != nil {
-		st.Task = *s.Task
-	}
-	if s.Host != nil {
-		st.Host = *s.Host
-	}
-	if s.Node != nil {
-		st.Node = *s.Node
-	}
+	st := ServerState{ID: s.ID, Name: s.Name, Status: s.Status, Task: s.TaskState, Host: s.Host, Node: s.Node}
 	if s.Fault != nil {
 		st.Fault = s.Fault.Message
 	}

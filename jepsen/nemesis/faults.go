@@ -144,10 +144,10 @@ func (n *Nemesis) logVoter(ctx context.Context, a *cluster.Agent, since time.Tim
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var st client.RaftStatus
-	if err := n.API.GetJSON(cctx, l.URL(), "/v1/cluster/raft", &st); err != nil {
+	if err := n.API.GetJSON(cctx, l.URL(), client.RaftPath, &st); err != nil {
 		n.Logf("nemesis: wipe: raft status of %s: %v", l.Name, err)
 		return
 	}
 	n.Logf("nemesis: wipe: %s a voter again %s after the wipe: %v (voters %v, non-voters %v, leader %s)",
-		a.Name, time.Since(since).Round(time.Millisecond), slices.Contains(st.Voters, a.Name), st.Voters, st.NonVoters, st.Leader)
+		a.Name, time.Since(since).Round(time.Millisecond), slices.Contains(st.Voters, a.Name), st.Voters, st.Nonvoters, st.Leader)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -26,18 +25,18 @@ const (
 )
 
 // actionBody is Nova's request body of an action.
-func actionBody(kind, image string) client.ServerAction {
+func actionBody(kind, image string) client.ActionRequest {
 	switch kind {
 	case history.ActStop:
-		return client.ServerAction{Stop: &client.Null{}}
+		return client.Action(client.ActionStop, nil)
 	case history.ActStart:
-		return client.ServerAction{Start: &client.Null{}}
+		return client.Action(client.ActionStart, nil)
 	case history.ActRebootSoft:
-		return client.ServerAction{Reboot: &client.Reboot{Type: "SOFT"}}
+		return client.Action(client.ActionReboot, client.RebootAction{Type: client.RebootSoft})
 	case history.ActRebootHard:
-		return client.ServerAction{Reboot: &client.Reboot{Type: "HARD"}}
+		return client.Action(client.ActionReboot, client.RebootAction{Type: client.RebootHard})
 	}
-	return client.ServerAction{Rebuild: &client.Rebuild{ImageRef: image}}
+	return client.Action(client.ActionRebuild, client.RebuildAction{ImageRef: image})
 }
 
 // pickAction draws an action Nova allows on a server in status.
@@ -187,9 +186,9 @@ func (a *Actions) actor(ctx context.Context, i int) {
 func (a *Actions) owner(id, node string) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.Timeout)
 	defer cancel()
-	var body client.OwnerBody
+	var body client.OwnerResponse
 	base := a.Cl.Agents[0].URL()
-	if err := a.Admin.GetJSON(ctx, base, "/v1/servers/"+url.PathEscape(id)+"/owner", &body); err != nil {
+	if err := a.Admin.GetJSON(ctx, base, client.OwnerPath(id), &body); err != nil {
 		return "", node
 	}
 	if node == "" {
@@ -205,7 +204,7 @@ func (a *Actions) act(process int, peer *cluster.Agent, id, name string, info *h
 	v := history.OpValue{ID: id, Name: name, Action: info}
 	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FAction, Node: peer.Name, Value: v})
 	ctx, cancel := context.WithTimeout(context.Background(), w.Timeout)
-	o := w.API.DoWith(ctx, http.MethodPost, peer.URL(), "/compute/v2.1/servers/"+url.PathEscape(id)+"/action",
+	o := w.API.DoWith(ctx, http.MethodPost, peer.URL(), client.ServerActionPath(id),
 		actionBody(info.Kind, w.Image), http.Header{"X-Openstack-Request-Id": {info.RequestID}})
 	cancel()
 	done := *info

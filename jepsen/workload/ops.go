@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/corral-dev/corral/jepsen/client"
@@ -55,11 +54,11 @@ func (w *Ops) boot(process int, peer *cluster.Agent, name string) string {
 // bootOp sends one boot and returns its recorded completion.
 func (w *Ops) bootOp(process int, peer *cluster.Agent, name string) history.Op {
 	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FBoot, Node: peer.Name, Value: history.OpValue{Name: name}})
-	o := w.request(http.MethodPost, peer.URL(), "/compute/v2.1/servers", client.CreateServerRequest{Server: client.NewServer{
+	o := w.request(http.MethodPost, peer.URL(), client.ServersPath, client.ServerCreateRequest{Server: &client.ServerCreate{
 		Name: name, FlavorRef: w.Flavor, ImageRef: w.Image}})
 	v := history.OpValue{Name: name}
 	if o.Code == http.StatusAccepted {
-		var body client.CreateServerResponse
+		var body client.ServerCreateResponse
 		if err := json.Unmarshal(o.Body, &body); err != nil || body.Server.ID == "" {
 			// Accepted, but we cannot tell which server: still an ack.
 			return w.Rec.Add(history.Op{Process: process, Type: history.OK, F: history.FBoot, Node: peer.Name, Value: v, Code: o.Code,
@@ -79,7 +78,7 @@ func (w *Ops) delete(process int, peer *cluster.Agent, id, name string) string {
 func (w *Ops) deleteOp(process int, peer *cluster.Agent, id, name string) history.Op {
 	v := history.OpValue{ID: id, Name: name}
 	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FDelete, Node: peer.Name, Value: v})
-	o := w.request(http.MethodDelete, peer.URL(), "/compute/v2.1/servers/"+url.PathEscape(id), nil)
+	o := w.request(http.MethodDelete, peer.URL(), client.ServerPath(id), nil)
 	if o.Code == http.StatusNotFound {
 		v.NotFound = true
 	}
@@ -98,11 +97,11 @@ func (w *Ops) read(process int, peer *cluster.Agent, id, name, consistency strin
 func (w *Ops) readOp(process int, peer *cluster.Agent, id, name, consistency string) history.Op {
 	v := history.OpValue{ID: id, Name: name}
 	w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FRead, Node: peer.Name, Consistency: consistency, Value: v})
-	o := w.request(http.MethodGet, peer.URL(), "/compute/v2.1/servers/"+url.PathEscape(id)+"?consistency="+consistency, nil)
+	o := w.request(http.MethodGet, peer.URL(), client.ServerPath(id)+"?consistency="+consistency, nil)
 	c := history.Op{Process: process, F: history.FRead, Node: peer.Name, Consistency: consistency, Code: o.Code}
 	switch o.Code {
 	case http.StatusOK:
-		var body client.ServerBody
+		var body client.ServerResponse
 		if err := json.Unmarshal(o.Body, &body); err != nil {
 			c.Type, c.Error = history.Fail, "unreadable body: "+err.Error()
 			break
@@ -128,9 +127,9 @@ func (w *Ops) list(process int, peer *cluster.Agent, consistency string) string 
 // listOp lists the live servers and returns the recorded completion.
 func (w *Ops) listOp(process int, peer *cluster.Agent, consistency string) history.Op {
 	w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FList, Node: peer.Name, Consistency: consistency})
-	o := w.request(http.MethodGet, peer.URL(), "/compute/v2.1/servers/detail?consistency="+consistency, nil)
+	o := w.request(http.MethodGet, peer.URL(), client.ServersDetailPath+"?consistency="+consistency, nil)
 	c := history.Op{Process: process, F: history.FList, Node: peer.Name, Consistency: consistency, Code: o.Code}
-	var body client.ServersBody
+	var body client.ServersResponse
 	switch {
 	case o.Code == http.StatusOK && json.Unmarshal(o.Body, &body) == nil:
 		c.Type = history.OK

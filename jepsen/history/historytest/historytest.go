@@ -96,9 +96,9 @@ func CleanFinal() history.FinalState {
 	return history.FinalState{
 		Servers:      []history.ServerState{{ID: IDA, Name: "a", Status: "DELETED"}, b},
 		Views:        map[string][]history.ServerState{"n1": {b}, "n2": {b}, "n3": {b}},
-		Owners:       map[string]client.OwnerView{IDB: {ServerID: IDB, Host: "n1", HostUp: true, Status: "ACTIVE", Node: NodeX}},
-		Hosts:        []client.HostView{{Name: "n1", Status: "up"}, {Name: "n2", Status: "up"}, {Name: "n3", Status: "up"}},
-		Reservations: []client.Reservation{{NodeUUID: NodeX, ServerID: IDB, Host: "n1", AllocationUUID: IDB}},
+		Owners:       map[string]history.Owner{IDB: {ServerID: IDB, Host: "n1", HostUp: true, Status: "ACTIVE", Node: NodeX}},
+		Hosts:        []history.Host{{Name: "n1", Status: "up"}, {Name: "n2", Status: "up"}, {Name: "n3", Status: "up"}},
+		Reservations: []history.Reservation{{NodeUUID: NodeX, ServerID: IDB, Host: "n1", AllocationUUID: IDB}},
 		IronicNodes: []client.IronicNode{
 			{UUID: NodeX, ProvisionState: "active", InstanceUUID: Ptr(IDB), AllocationUUID: Ptr(IDB)},
 			{UUID: NodeY, ProvisionState: "available"},

@@ -90,8 +90,8 @@ func NewMassRun() *MassRun {
 	live := MassServers(2)
 	m.FS = history.FinalState{
 		Views:    map[string][]history.ServerState{"n1": live, "n2": live},
-		Owners:   map[string]client.OwnerView{},
-		Hosts:    []client.HostView{{Name: "n1", Status: "up"}, {Name: "n2", Status: "up"}},
+		Owners:   map[string]history.Owner{},
+		Hosts:    []history.Host{{Name: "n1", Status: "up"}, {Name: "n2", Status: "up"}},
 		Running:  map[string]bool{"n1": true, "n2": true},
 		Quiesced: true,
 	}
@@ -100,9 +100,9 @@ func NewMassRun() *MassRun {
 	}
 	m.FS.Servers = append(m.FS.Servers, live...)
 	for _, s := range live {
-		m.FS.Owners[s.ID] = client.OwnerView{ServerID: s.ID, Host: s.Host, HostUp: true, Status: s.Status, Node: s.Node}
+		m.FS.Owners[s.ID] = history.Owner{ServerID: s.ID, Host: s.Host, HostUp: true, Status: s.Status, Node: s.Node}
 		if s.Node != "" {
-			m.FS.Reservations = append(m.FS.Reservations, client.Reservation{NodeUUID: s.Node, ServerID: s.ID, Host: s.Host, AllocationUUID: s.ID})
+			m.FS.Reservations = append(m.FS.Reservations, history.Reservation{NodeUUID: s.Node, ServerID: s.ID, Host: s.Host, AllocationUUID: s.ID})
 		}
 	}
 	m.FS.IronicNodes, m.FS.Allocations = HeldNodes(2, "2026-11-30T10:02:01.000000+00:00")
