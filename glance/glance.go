@@ -18,13 +18,6 @@ import (
 	"time"
 )
 
-// Errors of an image lookup; test with errors.Is.
-var (
-	ErrNotFound     = errors.New("image not found")
-	ErrUnauthorized = errors.New("the image service refused the token")
-	ErrUnavailable  = errors.New("the image service is unavailable")
-)
-
 // errTokenRefused marks a 401: the token itself is not valid (a 403 is a
 // valid token without the right).
 var errTokenRefused = errors.New("the token is not valid")

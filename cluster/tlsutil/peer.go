@@ -3,7 +3,6 @@ package tlsutil
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -18,10 +17,6 @@ const (
 	peerURIHost   = "corral"
 	peerURIPath   = "/peer/"
 )
-
-// ErrNotPeer marks a certificate that does not name a corral peer, or
-// names another peer than the one expected.
-var ErrNotPeer = errors.New("not the certificate of a corral peer")
 
 // PeerURI is the URI SAN that names peer name: spiffe://corral/peer/NAME.
 func PeerURI(name string) *url.URL {

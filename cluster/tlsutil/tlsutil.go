@@ -44,9 +44,6 @@ type Config struct {
 	name  string // the peer the certificate names
 }
 
-// ErrBadFile marks a TLS file that cannot be used.
-var ErrBadFile = errors.New("unusable TLS file")
-
 func bad(file, path, format string, args ...any) error {
 	return fmt.Errorf("%w: [tls] %s %s: %s", ErrBadFile, file, path, fmt.Sprintf(format, args...))
 }

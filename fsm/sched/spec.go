@@ -1,17 +1,12 @@
 package sched
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 )
-
-// ErrMalformedSpec is wrapped by Parse's error when a flavor's extra specs
-// cannot be understood; the message names every bad spec.
-var ErrMalformedSpec = errors.New("malformed flavor extra specs")
 
 // Flavor is the part of a Nova flavor that scheduling reads.
 type Flavor struct {

@@ -80,9 +80,6 @@ type rule struct {
 	in   []string // rule spec in the INPUT chain (nil: none)
 }
 
-// ErrNoIptables says the machine cannot run partitions.
-var ErrNoIptables = errors.New("partitions need root and iptables (apt-get install iptables)")
-
 // New returns a firewall whose chains are called <name>-OUT and <name>-IN
 // (name: letters, digits, dashes; at most 24 characters). Leftovers of an
 // earlier run under the same name (a crashed test) are removed first.

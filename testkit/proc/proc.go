@@ -12,10 +12,6 @@ import (
 	"time"
 )
 
-// ErrNotRunning is returned by a signal to a process that is not running:
-// never started, or exited (killed, crashed).
-var ErrNotRunning = errors.New("process is not running")
-
 // KillWait is how long Kill waits for a killed process to exit.
 const KillWait = 10 * time.Second
 

@@ -13,7 +13,6 @@ package novabm
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -22,16 +21,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
-)
-
-// Errors of this package; test with errors.Is.
-var (
-	// ErrBadURL: a connection string that is not one nova.conf could hold.
-	ErrBadURL = errors.New("bad database connection string")
-	// ErrUnreadable: the database cannot be opened or read.
-	ErrUnreadable = errors.New("database cannot be read")
-	// ErrSchema: a table or column the migration needs is missing.
-	ErrSchema = errors.New("database schema is not a Nova baremetal schema")
 )
 
 // DBURL is a parsed SQLAlchemy connection string, as operators wrote them in

@@ -9,10 +9,6 @@ import (
 	"github.com/corral-dev/corral/wire"
 )
 
-// ErrNoSuchFlavor: --flavor names a flavor that neither corral nor the
-// imported nova flavors have.
-var ErrNoSuchFlavor = errors.New("no such flavor")
-
 // FlavorOptions select and shape the flavor update.
 type FlavorOptions struct {
 	DeployKernel, DeployRamdisk string // Ironic's deploy images (required)
