@@ -88,6 +88,29 @@ type Server struct {
 	LockedReason string        `json:"locked_reason,omitempty"`
 }
 
+// Hostname is the server's host name as Nova derives it from the name
+// (its config drive and its view carry it): lower case letters, digits
+// and '-', at most 63 characters; "server-ID" when nothing is left.
+func (s Server) Hostname() string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(s.Name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+			b.WriteRune(c)
+		case c == ' ', c == '_', c == '.':
+			b.WriteByte('-')
+		}
+	}
+	h := strings.Trim(b.String(), "-")
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-")
+	}
+	if h == "" {
+		return "server-" + s.ID
+	}
+	return h
+}
+
 func cloneServer(s Server) Server {
 	s.Flavor = cloneFlavor(s.Flavor)
 	s.Claim = cloneClaim(s.Claim)

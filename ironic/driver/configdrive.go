@@ -2,7 +2,6 @@ package driver
 
 import (
 	"encoding/base64"
-	"strings"
 
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
@@ -16,7 +15,7 @@ import (
 // attached before the deploy. cloud-init on the node reads all three.
 func configDrive(s fsm.Server) *ironic.ConfigDrive {
 	meta := map[string]any{
-		"uuid": s.ID, "name": s.Name, "hostname": hostname(s.Name, s.ID),
+		"uuid": s.ID, "name": s.Name, "hostname": s.Hostname(),
 		"launch_index": 0, "availability_zone": "nova", "project_id": s.Project(),
 		"meta": map[string]string{},
 	}
@@ -35,27 +34,4 @@ func configDrive(s fsm.Server) *ironic.ConfigDrive {
 		}
 	}
 	return cd
-}
-
-// hostname turns a server name into a host name as Nova does: lower case,
-// letters, digits and '-', at most 63 characters; "server-ID" when nothing
-// is left.
-func hostname(name, id string) string {
-	var b strings.Builder
-	for _, c := range strings.ToLower(name) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
-			b.WriteRune(c)
-		case c == ' ', c == '_', c == '.':
-			b.WriteByte('-')
-		}
-	}
-	h := strings.Trim(b.String(), "-")
-	if len(h) > 63 {
-		h = strings.TrimRight(h[:63], "-")
-	}
-	if h == "" {
-		return "server-" + id
-	}
-	return h
 }
