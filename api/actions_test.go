@@ -13,7 +13,7 @@ func TestServerActionsCommitIntents(t *testing.T) {
 	e, _, _ := hypervisorEnv(t)
 	act := computeBase + "/servers/" + adoptedID + "/action"
 	show := func() map[string]any {
-		return get(t, do(t, e.ts, http.MethodGet, computeBase+"/servers/"+adoptedID, adminToken, "", nil).json(t), "server").(map[string]any)
+		return get(t, do(t, e.ts, http.MethodGet, computeBase+"/servers/"+adoptedID, adminToken, "", mv("2.9")).json(t), "server").(map[string]any)
 	}
 	if v := show(); v["OS-EXT-STS:power_state"] != float64(1) || v["locked"] != false {
 		t.Fatalf("active server: %v", v)

@@ -148,7 +148,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 
 	// The pre-existing flavor is intact.
-	r := do(t, e.ts, "GET", computeBase+"/flavors/exists", readerToken, "", nil)
+	r := do(t, e.ts, "GET", computeBase+"/flavors/exists", readerToken, "", mv("2.61"))
 	f := get(t, r.json(t), "flavor")
 	if get(t, f, "name") != "taken" || get(t, f, "ram") != 1024.0 || get(t, f, "extra_specs", "k1") != "v1" {
 		t.Errorf("flavor after bad input: %s", r.body)

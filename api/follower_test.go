@@ -81,7 +81,7 @@ func TestWritesThroughFollowerAPI(t *testing.T) {
 		t.Fatalf("extra specs through follower: %v", err)
 	}
 	for name, ts := range servers {
-		r := do(t, ts, "GET", computeBase+"/flavors/via-follower?consistency=linearizable", readerToken, "", nil)
+		r := do(t, ts, "GET", computeBase+"/flavors/via-follower?consistency=linearizable", readerToken, "", mv("2.61"))
 		if r.code != http.StatusOK {
 			t.Fatalf("linearizable read on %s: %s", name, r)
 		}

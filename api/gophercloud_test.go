@@ -21,6 +21,7 @@ func TestGophercloudFlavorLifecycle(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	cl := e.compute(adminToken)
+	cl.Microversion = "2.61" // a flavor's description (2.55) and extra specs (2.61)
 
 	res := flavors.Create(ctx, cl, flavors.CreateOpts{
 		ID: "bm.gold", Name: "baremetal-gold", RAM: 262144, VCPUs: 64, Disk: ptr(960),
@@ -231,6 +232,7 @@ func TestGophercloudExtraSpecs(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	cl := e.compute(adminToken)
+	cl.Microversion = "2.61" // a flavor's extra specs
 	if _, err := flavors.Create(ctx, cl, flavors.CreateOpts{ID: "es", Name: "es", RAM: 1024, VCPUs: 2, Disk: ptr(10)}).Extract(); err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,8 @@ func (s *Server) routeTable() []route {
 		{get, "/", n.Versions, anyone, nil},
 		{get, "/compute", n.Versions, anyone, nil},
 		{get, "/compute/", n.Versions, anyone, nil},
+		{get, wire.LegacyComputePrefix, n.LegacyVersion, projectReaders, nil},
+		{get, wire.LegacyComputePrefix + "/", n.LegacyVersion, projectReaders, nil},
 		{get, nova, n.Version, projectReaders, nil},
 		{get, nova + "/", n.Version, projectReaders, nil},
 		{get, nova + "/flavors", n.ListFlavors(false), projectReaders, nil},

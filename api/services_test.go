@@ -339,13 +339,13 @@ func TestHypervisors(t *testing.T) {
 	}
 
 	// Draining the only Ironic host disables its nodes' hypervisors; the
-	// free node then has no host that would own it.
+	// free node stays with it, as a compute node with its disabled service.
 	e.propose(&fsm.SetHostDrain{Name: e.peer.Name, Drained: true, Reason: "swap"})
 	dl = get(t, do(t, e.ts, http.MethodGet, computeBase+"/os-hypervisors/detail", adminToken, "", mv("2.53")).json(t), "hypervisors").([]any)
 	if hd := hypervisorByName(t, dl, held); hd["status"] != "disabled" || get(t, hd, "service", "disabled_reason") != "swap" {
 		t.Fatalf("held node on a drained host: %v", hd)
 	}
-	if fd := hypervisorByName(t, dl, free); get(t, fd, "service", "host") != nil || fd["state"] != "down" {
+	if fd := hypervisorByName(t, dl, free); get(t, fd, "service", "host") != e.peer.Name || fd["status"] != "disabled" {
 		t.Fatalf("free node with no undrained Ironic host: %v", fd)
 	}
 	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-hypervisors", readerToken, "", nil); r.code != http.StatusForbidden {

@@ -40,7 +40,7 @@ func TestTypedComputeCalls(t *testing.T) {
 	if err != nil || ref.ID != "s-1" {
 		t.Fatalf("CreateServer: %+v, %v", ref, err)
 	}
-	want := seen{"POST", "/compute/v2.1/servers", "compute 2.47",
+	want := seen{"POST", "/compute/v2.1/servers", "compute 2.75",
 		`{"server":{"name":"a","imageRef":"img","flavorRef":"f","networks":[{"uuid":"n1"}]}}`}
 	if (*got)[0] != want {
 		t.Fatalf("sent %+v, want %+v", (*got)[0], want)

@@ -2,7 +2,8 @@ package wire
 
 import "encoding/json"
 
-// Flavor is a flavor as Nova's API shows it.
+// Flavor is a flavor as Nova's API shows it at ComputeVersion (Description
+// from 2.55, ExtraSpecs from 2.61, Swap a number from 2.75).
 type Flavor struct {
 	ID          string            `json:"id"`
 	Name        string            `json:"name"`
@@ -19,7 +20,8 @@ type Flavor struct {
 	Links       []Link            `json:"links"`
 }
 
-// FlavorBrief is a flavor in GET /flavors (without detail).
+// FlavorBrief is a flavor in GET /flavors (without detail; Description
+// from 2.55).
 type FlavorBrief struct {
 	ID          string  `json:"id"`
 	Name        string  `json:"name"`

@@ -7,6 +7,9 @@ const (
 	// ComputePrefix is the Nova-compatible compute API (microversions 2.1
 	// to 2.79).
 	ComputePrefix = "/compute/v2.1"
+	// LegacyComputePrefix is where Nova's legacy v2.0 compute API lives:
+	// corral answers only its version document there.
+	LegacyComputePrefix = "/compute/v2"
 	// PlacementPrefix is the read-only Placement subset.
 	PlacementPrefix = "/placement"
 	// AdminPrefix is the native admin API.

@@ -2,9 +2,11 @@ package wire
 
 import "encoding/json"
 
-// ComputeVersion is the compute microversion corral's clients speak: from
-// 2.47 a server shows the flavor it was built with (Server.Flavor).
-const ComputeVersion = "2.47"
+// ComputeVersion is the compute microversion corral's clients speak: a
+// server shows the flavor it was built with (Server.Flavor, from 2.47), a
+// flavor its description (2.55) and extra specs (2.61), and its swap as a
+// number (2.75; "" for none before).
+const ComputeVersion = "2.75"
 
 // Link is one of Nova's links (self, bookmark, next).
 type Link struct {

@@ -27,33 +27,6 @@ const (
 	powerShutdown = 4
 )
 
-// actionView sets what server actions change in Nova's view of a server:
-// the status during a reboot or rebuild, the power state, the vm_state of
-// a stopped server, and the lock.
-func actionView(c echo.Context, v fsm.Server, out map[string]any) {
-	switch v.TaskState {
-	case fsm.TaskRebooting:
-		out["status"] = "REBOOT"
-	case fsm.TaskRebootingHard:
-		out["status"] = "HARD_REBOOT"
-	case fsm.TaskRebuilding:
-		out["status"] = "REBUILD"
-	}
-	power := powerNoState
-	switch v.Status {
-	case fsm.StatusActive:
-		power = powerRunning
-	case fsm.StatusShutoff:
-		power = powerShutdown
-		out["OS-EXT-STS:vm_state"] = "stopped"
-	}
-	out["OS-EXT-STS:power_state"] = power
-	out["locked"] = v.Locked
-	if mvAtLeast(c, 2, 73) {
-		out["locked_reason"] = nullable(v.LockedReason)
-	}
-}
-
 // actionConflict maps the fsm's refusal of an action to Nova's answer.
 func actionConflict(err error, id string) error {
 	switch {
@@ -145,7 +118,7 @@ func (h *Handlers) requestAction(c echo.Context, v fsm.Server, cmd *fsm.RequestS
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"server": h.serverView(c, cur)})
+	return c.JSON(http.StatusAccepted, map[string]any{"server": h.serverView(c, serverRebuild, cur)})
 }
 
 // rebuild redeploys the server's node with a new image.
@@ -218,5 +191,5 @@ func (h *Handlers) UpdateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"server": h.serverView(c, cur)})
+	return c.JSON(http.StatusOK, map[string]any{"server": h.serverView(c, serverUpdate, cur)})
 }

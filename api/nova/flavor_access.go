@@ -74,7 +74,7 @@ func (h *Handlers) UpdateFlavor(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, f)})
+	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, flavorShow, f)})
 }
 
 // flavorAccessList is Nova's body of os-flavor-access answers.

@@ -19,20 +19,49 @@ func flavorLinks(c echo.Context, id string) []wire.Link {
 	return []wire.Link{{Rel: "self", Href: u}, {Rel: "bookmark", Href: strings.Replace(u, wire.ComputePrefix, "/compute", 1)}}
 }
 
-// flavorView renders a flavor as Nova shows it.
-func flavorView(c echo.Context, f fsm.Flavor) wire.Flavor {
-	specs := f.ExtraSpecs
-	if specs == nil {
-		specs = map[string]string{}
-	}
-	var desc *string
-	if f.Description != "" {
-		d := f.Description
-		desc = &d
-	}
-	return wire.Flavor{ID: f.ID, Name: f.Name, RAM: f.RAM, Disk: f.Disk, VCPUs: f.VCPUs, Ephemeral: f.Ephemeral,
-		Swap: f.Swap, RxTxFactor: f.RxTxFactor, IsPublic: f.IsPublic, Description: desc, ExtraSpecs: specs,
-		Links: flavorLinks(c, f.ID)}
+// The views of a flavor.
+const (
+	flavorShow  view = 1 << iota // GET /flavors/{id}, an entry of /flavors/detail, and the answers that show a flavor
+	flavorBrief                  // an entry of GET /flavors
+)
+
+type flavorItem struct {
+	c echo.Context
+	f fsm.Flavor
+}
+
+// flavorTable is Nova's flavor view (nova/api/openstack/compute/views/
+// flavors.py).
+var flavorTable = &table[flavorItem]{
+	resource: "flavor",
+	views:    []string{"show", "brief"},
+	fields: []field[flavorItem]{
+		{name: "id", in: flavorShow | flavorBrief, value: func(i flavorItem) any { return i.f.ID }},
+		{name: "name", in: flavorShow | flavorBrief, value: func(i flavorItem) any { return i.f.Name }},
+		{name: "links", in: flavorShow | flavorBrief, value: func(i flavorItem) any { return flavorLinks(i.c, i.f.ID) }},
+		{name: "description", since: v2(55), in: flavorShow | flavorBrief, value: func(i flavorItem) any { return nullable(i.f.Description) }},
+		{name: "ram", in: flavorShow, value: func(i flavorItem) any { return i.f.RAM }},
+		{name: "disk", in: flavorShow, value: func(i flavorItem) any { return i.f.Disk }},
+		{name: "vcpus", in: flavorShow, value: func(i flavorItem) any { return i.f.VCPUs }},
+		// Nova shows no swap as "" until 2.75, as 0 from it.
+		{name: "swap", until: v2(74), in: flavorShow, value: func(i flavorItem) any {
+			if i.f.Swap == 0 {
+				return ""
+			}
+			return i.f.Swap
+		}},
+		{name: "swap", since: v2(75), in: flavorShow, value: func(i flavorItem) any { return i.f.Swap }},
+		{name: "OS-FLV-EXT-DATA:ephemeral", in: flavorShow, value: func(i flavorItem) any { return i.f.Ephemeral }},
+		{name: "OS-FLV-DISABLED:disabled", in: flavorShow, value: func(flavorItem) any { return false }},
+		{name: "os-flavor-access:is_public", in: flavorShow, value: func(i flavorItem) any { return i.f.IsPublic }},
+		{name: "rxtx_factor", in: flavorShow, value: func(i flavorItem) any { return i.f.RxTxFactor }},
+		{name: "extra_specs", since: v2(61), in: flavorShow, value: func(i flavorItem) any { return orEmpty(i.f.ExtraSpecs) }},
+	},
+}
+
+// flavorView renders a flavor in one of its views.
+func flavorView(c echo.Context, in view, f fsm.Flavor) map[string]any {
+	return flavorTable.render(c, in, flavorItem{c: c, f: f})
 }
 
 // CreateFlavor is POST /flavors.
@@ -93,7 +122,7 @@ func (h *Handlers) CreateFlavor(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, got)})
+	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, flavorShow, got)})
 }
 
 // ListFlavors is GET /flavors, or with detail /flavors/detail.
@@ -127,21 +156,15 @@ func (h *Handlers) ListFlavors(detail bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		resp := map[string]any{}
+		in := flavorBrief
 		if detail {
-			fl := make([]wire.Flavor, 0, len(out))
-			for _, f := range out {
-				fl = append(fl, flavorView(c, f))
-			}
-			resp["flavors"] = fl
-		} else {
-			fl := make([]wire.FlavorBrief, 0, len(out))
-			for _, f := range out {
-				n := flavorView(c, f)
-				fl = append(fl, wire.FlavorBrief{ID: n.ID, Name: n.Name, Description: n.Description, Links: n.Links})
-			}
-			resp["flavors"] = fl
+			in = flavorShow
 		}
+		fl := make([]map[string]any, 0, len(out))
+		for _, f := range out {
+			fl = append(fl, flavorView(c, in, f))
+		}
+		resp := map[string]any{"flavors": fl}
 		if more && len(out) > 0 {
 			resp["flavors_links"] = nextLinks(c, out[len(out)-1].ID)
 		}
@@ -174,7 +197,7 @@ func (h *Handlers) GetFlavor(c echo.Context) error {
 	if !flavorVisible(c, f) {
 		return flavorNotFound(f.ID)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, f)})
+	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, flavorShow, f)})
 }
 
 // DeleteFlavor is DELETE /flavors/{id}.

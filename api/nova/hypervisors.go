@@ -26,7 +26,9 @@ import (
 // server holding the node. A node that holds no server belongs to the host
 // corral's rendezvous hash picks for the node's UUID among the up,
 // undrained Ironic hosts (every peer picks the same; it changes only when
-// hosts come, go or drain), or to no host when there is none.
+// hosts come, go or drain), or, when none is up, among all the Ironic hosts;
+// without any Ironic host the node has no service and, as in Nova, no
+// hypervisor.
 //
 // A hypervisor is down when its host is, or when the node is missing from
 // Ironic's latest listing; disabled when its host is drained or the node is
@@ -57,10 +59,14 @@ type hypervisor struct {
 func (h *Handlers) hypervisors() []hypervisor {
 	st := h.st.Store()
 	hosts := map[string]fsm.Host{}
-	var cands []sched.Candidate
+	var cands, ironicHosts []sched.Candidate
 	for _, host := range st.Hosts() {
 		hosts[host.Name] = host
-		if host.Kind == fsm.KindIronic && host.Status == fsm.HostUp && !host.Drained {
+		if host.Kind != fsm.KindIronic {
+			continue
+		}
+		ironicHosts = append(ironicHosts, sched.Candidate{Name: host.Name})
+		if host.Status == fsm.HostUp && !host.Drained {
 			cands = append(cands, sched.Candidate{Name: host.Name})
 		}
 	}
@@ -89,7 +95,15 @@ func (h *Handlers) hypervisors() []hypervisor {
 		} else {
 			owner = sched.ChooseHost(cands, n.UUID)
 		}
-		hv.host = hosts[owner]
+		if _, ok := hosts[owner]; !ok {
+			// No up host to own it: the node stays with a host that is
+			// down or drained, as a compute node stays with its service.
+			owner = sched.ChooseHost(ironicHosts, n.UUID)
+		}
+		var ok bool
+		if hv.host, ok = hosts[owner]; !ok {
+			continue // without any Ironic host, as Nova without the node's service
+		}
 		hv.state, hv.status = hypervisorState(hv.host, n.Missing, n.Maintenance)
 		hv.hostIP = hostIP(hv.host)
 		out = append(out, hv)
@@ -126,12 +140,16 @@ func hypervisorState(h fsm.Host, missing, maintenance bool) (state, status strin
 	return state, status
 }
 
-// hostIP is the address part of a host's API address.
+// hostIP is the IP address of a host's API address ("" when it has none).
 func hostIP(h fsm.Host) string {
-	if ip, _, err := net.SplitHostPort(h.APIAddr); err == nil {
-		return ip
+	addr := h.APIAddr
+	if ip, _, err := net.SplitHostPort(addr); err == nil {
+		addr = ip
 	}
-	return h.APIAddr
+	if net.ParseIP(addr) == nil {
+		return ""
+	}
+	return addr
 }
 
 // hypervisorID is a hypervisor's id at the request's microversion.
@@ -142,51 +160,90 @@ func hypervisorID(c echo.Context, hv hypervisor) any {
 	return legacyID("hypervisor/" + hv.id)
 }
 
-// render shows a hypervisor as Nova does (the fields before 2.88).
-func (hv hypervisor) render(c echo.Context, detail, withServers bool) map[string]any {
-	out := map[string]any{"id": hypervisorID(c, hv), "hypervisor_hostname": hv.hostname,
-		"state": hv.state, "status": hv.status}
-	if withServers && len(hv.servers) > 0 {
-		srv := make([]map[string]string, 0, len(hv.servers))
-		for _, v := range hv.servers {
-			srv = append(srv, map[string]string{"uuid": v.ID, "name": v.Name})
-		}
-		out["servers"] = srv
-	}
-	if !detail {
-		return out
-	}
-	var svcID any
-	var reason any
-	svcHost := any(nil)
-	if hv.host.Name != "" {
-		svcHost = hv.host.Name
-		svcID = legacyID("service/" + hv.host.Name)
-		if mvAtLeast(c, 2, 53) {
-			svcID = serviceUUID(hv.host.Name)
-		}
-		if hv.host.Drained && hv.host.DrainReason != "" {
-			reason = hv.host.DrainReason
-		}
-	}
-	var cpuInfo any = "{}"
-	if mvAtLeast(c, 2, 28) {
-		cpuInfo = map[string]any{}
-	}
-	memUsed, diskUsed, vcpusUsed := hv.used["MEMORY_MB"], hv.used["DISK_GB"], hv.used["VCPU"]
-	fields := map[string]any{
-		"hypervisor_type": hv.typ, "hypervisor_version": 1, "host_ip": hv.hostIP,
-		"service":  map[string]any{"host": svcHost, "id": svcID, "disabled_reason": reason},
-		"cpu_info": cpuInfo, "current_workload": 0, "running_vms": len(hv.servers),
-		"vcpus": hv.vcpus, "vcpus_used": vcpusUsed,
-		"memory_mb": hv.memoryMB, "memory_mb_used": memUsed, "free_ram_mb": hv.memoryMB - memUsed,
-		"local_gb": hv.localGB, "local_gb_used": diskUsed, "free_disk_gb": hv.localGB - diskUsed,
-		"disk_available_least": hv.localGB - diskUsed,
-	}
-	for k, v := range fields {
-		out[k] = v
+// The views of a hypervisor (Nova's hypervisors controller).
+const (
+	hypervisorBrief  view = 1 << iota // an entry of GET /os-hypervisors
+	hypervisorDetail                  // GET /os-hypervisors/{id}, an entry of /os-hypervisors/detail
+)
+
+type hypervisorItem struct {
+	hv          hypervisor
+	withServers bool // with_servers=true (2.53)
+}
+
+// hypervisorTable is Nova's hypervisor view, up to 2.87 (2.88 dropped the
+// resource fields).
+var hypervisorTable = &table[hypervisorItem]{
+	resource: "hypervisor",
+	views:    []string{"brief", "detail"},
+	fields: []field[hypervisorItem]{
+		{name: "id", until: v2(52), in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return legacyID("hypervisor/" + i.hv.id) }},
+		{name: "id", since: v2(53), in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.id }},
+		{name: "hypervisor_hostname", in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.hostname }},
+		{name: "state", in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.state }},
+		{name: "status", in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.status }},
+		{name: "servers", since: v2(53), until: v2(74), in: hypervisorBrief | hypervisorDetail,
+			when: "with_servers=true, on a hypervisor with servers", value: func(i hypervisorItem) any {
+				if !i.withServers || len(i.hv.servers) == 0 {
+					return omit
+				}
+				return hypervisorServers(i.hv)
+			}},
+		{name: "servers", since: v2(75), in: hypervisorBrief | hypervisorDetail, when: "with_servers=true", value: func(i hypervisorItem) any {
+			if !i.withServers {
+				return omit
+			}
+			return hypervisorServers(i.hv)
+		}},
+		{name: "hypervisor_type", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.typ }},
+		{name: "hypervisor_version", in: hypervisorDetail, value: func(hypervisorItem) any { return 1 }},
+		{name: "host_ip", in: hypervisorDetail, value: func(i hypervisorItem) any { return nullable(i.hv.hostIP) }},
+		{name: "service", until: v2(52), in: hypervisorDetail, value: func(i hypervisorItem) any {
+			return hypervisorService(i.hv, legacyID("service/"+i.hv.host.Name))
+		}},
+		{name: "service", since: v2(53), in: hypervisorDetail, value: func(i hypervisorItem) any {
+			return hypervisorService(i.hv, serviceUUID(i.hv.host.Name))
+		}},
+		{name: "cpu_info", until: v2(27), in: hypervisorDetail, value: func(hypervisorItem) any { return "{}" }},
+		{name: "cpu_info", since: v2(28), in: hypervisorDetail, value: func(hypervisorItem) any { return map[string]any{} }},
+		{name: "current_workload", in: hypervisorDetail, value: func(hypervisorItem) any { return 0 }},
+		{name: "running_vms", in: hypervisorDetail, value: func(i hypervisorItem) any { return len(i.hv.servers) }},
+		{name: "vcpus", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.vcpus }},
+		{name: "vcpus_used", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.used["VCPU"] }},
+		{name: "memory_mb", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.memoryMB }},
+		{name: "memory_mb_used", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.used["MEMORY_MB"] }},
+		{name: "free_ram_mb", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.memoryMB - i.hv.used["MEMORY_MB"] }},
+		{name: "local_gb", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.localGB }},
+		{name: "local_gb_used", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.used["DISK_GB"] }},
+		{name: "free_disk_gb", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.localGB - i.hv.used["DISK_GB"] }},
+		{name: "disk_available_least", in: hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.localGB - i.hv.used["DISK_GB"] }},
+	},
+}
+
+func hypervisorServers(hv hypervisor) []map[string]string {
+	out := make([]map[string]string, 0, len(hv.servers))
+	for _, v := range hv.servers {
+		out = append(out, map[string]string{"uuid": v.ID, "name": v.Name})
 	}
 	return out
+}
+
+// hypervisorService is the nova-compute service of a hypervisor's host.
+func hypervisorService(hv hypervisor, id any) map[string]any {
+	var reason any
+	if hv.host.Drained && hv.host.DrainReason != "" {
+		reason = hv.host.DrainReason
+	}
+	return map[string]any{"host": hv.host.Name, "id": id, "disabled_reason": reason}
+}
+
+// render shows a hypervisor as Nova does.
+func (hv hypervisor) render(c echo.Context, detail, withServers bool) map[string]any {
+	in := hypervisorBrief
+	if detail {
+		in = hypervisorDetail
+	}
+	return hypervisorTable.render(c, in, hypervisorItem{hv: hv, withServers: withServers})
 }
 
 // parseBoolQuery parses a boolean query parameter as Nova does.

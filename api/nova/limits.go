@@ -9,9 +9,46 @@ import (
 	"github.com/corral-dev/corral/api/core"
 )
 
-// Limits is GET /limits. corral enforces no quotas, so every maximum is -1
-// (unlimited); the totals are the project's live servers, their cores and
-// their memory, from the flavors they were created with.
+// limitsAbsolute is the one view of the limits: their "absolute" part.
+const limitsAbsolute view = 1
+
+// usage is what a project uses, for its limits.
+type usage struct{ instances, cores, ram int }
+
+func unlimited(usage) any { return -1 }
+
+// limitsTable is Nova's absolute limits (nova/api/openstack/compute/views/
+// limits.py): 2.36 dropped the network ones, 2.39 the image metadata,
+// 2.57 the personality files. corral enforces no quotas: every maximum is
+// -1 (unlimited).
+var limitsTable = &table[usage]{
+	resource: "limits",
+	views:    []string{"absolute"},
+	fields: []field[usage]{
+		{name: "maxServerMeta", in: limitsAbsolute, value: unlimited},
+		{name: "maxTotalCores", in: limitsAbsolute, value: unlimited},
+		{name: "maxTotalInstances", in: limitsAbsolute, value: unlimited},
+		{name: "maxTotalKeypairs", in: limitsAbsolute, value: unlimited},
+		{name: "maxTotalRAMSize", in: limitsAbsolute, value: unlimited},
+		{name: "maxServerGroups", in: limitsAbsolute, value: unlimited},
+		{name: "maxServerGroupMembers", in: limitsAbsolute, value: unlimited},
+		{name: "totalCoresUsed", in: limitsAbsolute, value: func(u usage) any { return u.cores }},
+		{name: "totalInstancesUsed", in: limitsAbsolute, value: func(u usage) any { return u.instances }},
+		{name: "totalRAMUsed", in: limitsAbsolute, value: func(u usage) any { return u.ram }},
+		{name: "totalServerGroupsUsed", in: limitsAbsolute, value: func(usage) any { return 0 }},
+		{name: "maxSecurityGroups", until: v2(35), in: limitsAbsolute, value: unlimited},
+		{name: "maxSecurityGroupRules", until: v2(35), in: limitsAbsolute, value: unlimited},
+		{name: "maxTotalFloatingIps", until: v2(35), in: limitsAbsolute, value: unlimited},
+		{name: "totalSecurityGroupsUsed", until: v2(35), in: limitsAbsolute, value: func(usage) any { return 0 }},
+		{name: "totalFloatingIpsUsed", until: v2(35), in: limitsAbsolute, value: func(usage) any { return 0 }},
+		{name: "maxImageMeta", until: v2(38), in: limitsAbsolute, value: unlimited},
+		{name: "maxPersonality", until: v2(56), in: limitsAbsolute, value: unlimited},
+		{name: "maxPersonalitySize", until: v2(56), in: limitsAbsolute, value: unlimited},
+	},
+}
+
+// Limits is GET /limits: the totals are the project's live servers, their
+// cores and their memory, from the flavors they were created with.
 func (h *Handlers) Limits(c echo.Context) error {
 	project := core.CallerProject(c)
 	if t := c.QueryParam("tenant_id"); t != "" && t != project {
@@ -23,30 +60,14 @@ func (h *Handlers) Limits(c echo.Context) error {
 	if err := h.st.ReadBarrier(c); err != nil {
 		return err
 	}
-	var instances, cores, ram int
+	var u usage
 	for _, v := range h.st.Store().Servers() {
 		if v.Live() && v.Project() == project {
-			instances++
-			cores += v.Flavor.VCPUs
-			ram += v.Flavor.RAM
+			u.instances++
+			u.cores += v.Flavor.VCPUs
+			u.ram += v.Flavor.RAM
 		}
 	}
-	abs := map[string]any{
-		"maxServerMeta": -1, "maxTotalCores": -1, "maxTotalInstances": -1, "maxTotalKeypairs": -1,
-		"maxTotalRAMSize": -1, "maxServerGroups": -1, "maxServerGroupMembers": -1,
-		"totalCoresUsed": cores, "totalInstancesUsed": instances, "totalRAMUsed": ram, "totalServerGroupsUsed": 0,
-	}
-	if !mvAtLeast(c, 2, 36) {
-		for _, k := range []string{"maxSecurityGroups", "maxSecurityGroupRules", "maxTotalFloatingIps"} {
-			abs[k] = -1
-		}
-		abs["totalSecurityGroupsUsed"], abs["totalFloatingIpsUsed"] = 0, 0
-	}
-	if !mvAtLeast(c, 2, 39) {
-		abs["maxImageMeta"] = -1
-	}
-	if !mvAtLeast(c, 2, 57) {
-		abs["maxPersonality"], abs["maxPersonalitySize"] = -1, -1
-	}
+	abs := limitsTable.render(c, limitsAbsolute, u)
 	return c.JSON(http.StatusOK, map[string]any{"limits": map[string]any{"absolute": abs, "rate": []any{}}})
 }

@@ -16,15 +16,172 @@ import (
 // novaTime is the timestamp format of Nova's server view.
 const novaTime = "2006-01-02T15:04:05Z"
 
+// The views of a server, as Nova's servers controller builds them.
+const (
+	serverShow    view = 1 << iota // GET /servers/{id}
+	serverDetail                   // an entry of GET /servers/detail
+	serverUpdate                   // the answer to PUT /servers/{id}
+	serverRebuild                  // the answer to a rebuild
+	serverBrief                    // an entry of GET /servers
+	serverCreate                   // the answer to POST /servers
+)
+
+// serverItem is what a server's fields are computed from.
+type serverItem struct {
+	c      echo.Context
+	v      fsm.Server
+	status string
+	host   fsm.Host // the owner host (Name "" when none or unknown)
+}
+
+// Sets of server views, for the table.
+const (
+	serverFull = serverShow | serverDetail | serverUpdate | serverRebuild
+	serverRead = serverShow | serverDetail
+	// serverAll75 are the fields Nova's PUT and rebuild answers carry
+	// only from 2.75, when they became the full view of a GET.
+	serverAll75 = serverUpdate | serverRebuild
+)
+
+// serverTable is Nova's server view (nova/api/openstack/compute/views/
+// servers.py and the servers controller's show, update and rebuild):
+// every field, the microversions that carry it and the views it is in.
+var serverTable = &table[serverItem]{
+	resource: "server",
+	views:    []string{"show", "detail", "update", "rebuild", "brief", "create"},
+	fields: []field[serverItem]{
+		{name: "id", in: serverFull | serverBrief | serverCreate, value: func(s serverItem) any { return s.v.ID }},
+		{name: "name", in: serverFull | serverBrief, value: func(s serverItem) any { return s.v.Name }},
+		{name: "links", in: serverFull | serverBrief | serverCreate, value: func(s serverItem) any { return serverLinks(s.c, s.v.ID) }},
+		{name: "OS-DCF:diskConfig", in: serverFull | serverCreate, value: func(serverItem) any { return "MANUAL" }},
+		{name: "security_groups", in: serverRead | serverCreate, value: defaultSecurityGroups},
+		{name: "security_groups", since: v2(75), in: serverAll75, value: defaultSecurityGroups},
+
+		{name: "status", in: serverFull, value: func(s serverItem) any { return s.status }},
+		{name: "tenant_id", in: serverFull, value: func(s serverItem) any { return s.v.Project() }},
+		{name: "user_id", in: serverFull, value: func(s serverItem) any { return s.v.User() }},
+		{name: "created", in: serverFull, value: func(s serverItem) any { return s.v.CreatedAt.UTC().Format(novaTime) }},
+		{name: "updated", in: serverFull, value: func(s serverItem) any { return s.v.UpdatedAt.UTC().Format(novaTime) }},
+		{name: "hostId", in: serverFull, value: func(s serverItem) any { return hostID(s.v) }},
+		{name: "accessIPv4", in: serverFull, value: func(serverItem) any { return "" }},
+		{name: "accessIPv6", in: serverFull, value: func(serverItem) any { return "" }},
+		{name: "addresses", in: serverFull, value: func(s serverItem) any { return serverAddresses(s.v) }},
+		{name: "metadata", in: serverFull, value: func(s serverItem) any { return orEmpty(s.v.Metadata) }},
+		{name: "image", in: serverFull, value: func(s serverItem) any { return serverImage(s.c, s.v) }},
+		{name: "flavor", until: v2(46), in: serverFull, value: func(s serverItem) any { return flavorRef(s.c, s.v.Flavor) }},
+		{name: "flavor", since: v2(47), in: serverFull, value: func(s serverItem) any { return embeddedFlavor(s.v.Flavor) }},
+		{name: "progress", in: serverFull, when: "status ACTIVE, BUILD or REBUILD", value: func(s serverItem) any {
+			switch s.status {
+			case "ACTIVE", "BUILD", "REBUILD":
+				return 0
+			}
+			return omit
+		}},
+		{name: "fault", in: serverFull, when: "status ERROR or DELETED, with a fault", value: serverFault},
+
+		{name: "OS-EXT-AZ:availability_zone", in: serverRead, value: zoneOf},
+		{name: "OS-EXT-AZ:availability_zone", since: v2(75), in: serverAll75, value: zoneOf},
+		{name: "config_drive", in: serverRead, value: configDriveShown},
+		{name: "config_drive", since: v2(75), in: serverAll75, value: configDriveShown},
+		{name: "key_name", in: serverRead, value: keyNameOf},
+		{name: "key_name", since: v2(54), in: serverRebuild, value: keyNameOf},
+		{name: "key_name", since: v2(75), in: serverUpdate, value: keyNameOf},
+		{name: "OS-SRV-USG:launched_at", in: serverRead, value: null},
+		{name: "OS-SRV-USG:launched_at", since: v2(75), in: serverAll75, value: null},
+		{name: "OS-SRV-USG:terminated_at", in: serverRead, value: null},
+		{name: "OS-SRV-USG:terminated_at", since: v2(75), in: serverAll75, value: null},
+		{name: "OS-EXT-STS:task_state", in: serverRead, value: taskStateOf},
+		{name: "OS-EXT-STS:task_state", since: v2(75), in: serverAll75, value: taskStateOf},
+		{name: "OS-EXT-STS:vm_state", in: serverRead, value: vmStateOf},
+		{name: "OS-EXT-STS:vm_state", since: v2(75), in: serverAll75, value: vmStateOf},
+		{name: "OS-EXT-STS:power_state", in: serverRead, value: powerStateOf},
+		{name: "OS-EXT-STS:power_state", since: v2(75), in: serverAll75, value: powerStateOf},
+		{name: "os-extended-volumes:volumes_attached", in: serverRead, value: noVolumes},
+		{name: "os-extended-volumes:volumes_attached", since: v2(75), in: serverAll75, value: noVolumes},
+
+		// The extended server attributes (OS-EXT-SRV-ATTR), and from 2.3
+		// the ones the EC2 API needed.
+		{name: "OS-EXT-SRV-ATTR:host", in: serverRead, value: ownerHost},
+		{name: "OS-EXT-SRV-ATTR:host", since: v2(75), in: serverAll75, value: ownerHost},
+		{name: "OS-EXT-SRV-ATTR:hypervisor_hostname", in: serverRead, value: nodeOf},
+		{name: "OS-EXT-SRV-ATTR:hypervisor_hostname", since: v2(75), in: serverAll75, value: nodeOf},
+		{name: "OS-EXT-SRV-ATTR:instance_name", in: serverRead, value: instanceName},
+		{name: "OS-EXT-SRV-ATTR:instance_name", since: v2(75), in: serverAll75, value: instanceName},
+		{name: "OS-EXT-SRV-ATTR:hostname", since: v2(3), in: serverRead, value: hostnameOf},
+		{name: "OS-EXT-SRV-ATTR:hostname", since: v2(75), in: serverAll75, value: hostnameOf},
+		{name: "OS-EXT-SRV-ATTR:kernel_id", since: v2(3), in: serverRead, value: emptyString},
+		{name: "OS-EXT-SRV-ATTR:kernel_id", since: v2(75), in: serverAll75, value: emptyString},
+		{name: "OS-EXT-SRV-ATTR:ramdisk_id", since: v2(3), in: serverRead, value: emptyString},
+		{name: "OS-EXT-SRV-ATTR:ramdisk_id", since: v2(75), in: serverAll75, value: emptyString},
+		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(3), in: serverRead, value: zero},
+		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(75), in: serverAll75, value: zero},
+		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(3), in: serverRead, value: null},
+		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(75), in: serverAll75, value: null},
+		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(3), in: serverRead, value: null},
+		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(75), in: serverAll75, value: null},
+		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(3), in: serverRead, value: userDataOf},
+		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(75), in: serverUpdate, value: userDataOf},
+		{name: "user_data", since: v2(57), in: serverRebuild, value: userDataOf},
+
+		{name: "locked", since: v2(9), in: serverFull, value: func(s serverItem) any { return s.v.Locked }},
+		{name: "host_status", since: v2(16), in: serverRead, value: hostStatus},
+		{name: "host_status", since: v2(75), in: serverAll75, value: hostStatus},
+		// corral keeps no description, tags, trusted certificates or
+		// server groups: Nova's empty values.
+		{name: "description", since: v2(19), in: serverFull, value: null},
+		{name: "tags", since: v2(26), in: serverFull, value: func(serverItem) any { return []string{} }},
+		{name: "trusted_image_certificates", since: v2(63), in: serverFull, value: null},
+		{name: "server_groups", since: v2(71), in: serverShow | serverUpdate | serverRebuild, value: func(serverItem) any { return []string{} }},
+		{name: "locked_reason", since: v2(73), in: serverFull, value: func(s serverItem) any { return nullable(s.v.LockedReason) }},
+	},
+}
+
 func serverLinks(c echo.Context, id string) []wire.Link {
 	u := core.BaseURL(c) + wire.ServersPath + "/" + url.PathEscape(id)
 	return []wire.Link{{Rel: "self", Href: u}, {Rel: "bookmark", Href: strings.Replace(u, wire.ComputePrefix, "/compute", 1)}}
 }
 
-func vmState(s fsm.Server) string {
-	switch s.Status {
+// serverView renders a server in one of its views.
+func (h *Handlers) serverView(c echo.Context, in view, v fsm.Server) map[string]any {
+	it := serverItem{c: c, v: v, status: serverStatus(v)}
+	if v.Host != "" {
+		if host, err := h.st.Store().Host(v.Host); err == nil {
+			it.host = host
+		}
+	}
+	return serverTable.render(c, in, it)
+}
+
+// briefServer is an entry of GET /servers.
+func briefServer(c echo.Context, v fsm.Server) map[string]any {
+	return serverTable.render(c, serverBrief, serverItem{c: c, v: v})
+}
+
+// createdServer is the answer to POST /servers.
+func createdServer(c echo.Context, id string) map[string]any {
+	return serverTable.render(c, serverCreate, serverItem{c: c, v: fsm.Server{ID: id}})
+}
+
+// serverStatus is the server's status as Nova shows it: a reboot or
+// rebuild in progress shows in it (actions.go).
+func serverStatus(v fsm.Server) string {
+	switch v.TaskState {
+	case fsm.TaskRebooting:
+		return "REBOOT"
+	case fsm.TaskRebootingHard:
+		return "HARD_REBOOT"
+	case fsm.TaskRebuilding:
+		return "REBUILD"
+	}
+	return string(v.Status)
+}
+
+func vmStateOf(s serverItem) any {
+	switch s.v.Status {
 	case fsm.StatusActive:
 		return "active"
+	case fsm.StatusShutoff:
+		return "stopped"
 	case fsm.StatusError:
 		return "error"
 	case fsm.StatusDeleted:
@@ -33,54 +190,70 @@ func vmState(s fsm.Server) string {
 	return "building"
 }
 
-// serverView renders a server as Nova shows it to an admin.
-func (h *Handlers) serverView(c echo.Context, v fsm.Server) map[string]any {
-	var task any
-	if v.TaskState != "" {
-		task = v.TaskState
+func powerStateOf(s serverItem) any {
+	switch s.v.Status {
+	case fsm.StatusActive:
+		return powerRunning
+	case fsm.StatusShutoff:
+		return powerShutdown
 	}
-	power := 0
-	if v.Status == fsm.StatusActive {
-		power = 1
+	return powerNoState
+}
+
+func taskStateOf(s serverItem) any { return nullable(s.v.TaskState) }
+
+func serverFault(s serverItem) any {
+	f := s.v.Fault
+	if f == nil || (s.status != string(fsm.StatusError) && s.status != string(fsm.StatusDeleted)) {
+		return omit
 	}
-	addresses := map[string][]any{}
+	return map[string]any{"code": f.Code, "message": f.Message, "created": f.Created.UTC().Format(novaTime)}
+}
+
+// hostStatus is Nova's host_status: the owner's nova-compute service UP,
+// MAINTENANCE while drained, UNKNOWN while not up; "" without an owner.
+func hostStatus(s serverItem) any {
+	switch {
+	case s.host.Name == "":
+		return ""
+	case s.host.Drained:
+		return "MAINTENANCE"
+	case s.host.Status == fsm.HostUp:
+		return "UP"
+	}
+	return "UNKNOWN"
+}
+
+// serverAddresses are the server's networks, by network (or port), without
+// addresses: Neutron holds them.
+func serverAddresses(v fsm.Server) map[string][]any {
+	out := map[string][]any{}
 	for _, n := range v.Networks {
 		key := n.UUID
 		if key == "" {
 			key = n.Port
 		}
-		addresses[key] = []any{}
-	}
-	meta := v.Metadata
-	if meta == nil {
-		meta = map[string]string{}
-	}
-	out := map[string]any{
-		"id": v.ID, "name": v.Name, "status": string(v.Status), "tenant_id": v.Project(), "user_id": v.User(),
-		"created": v.CreatedAt.UTC().Format(novaTime), "updated": v.UpdatedAt.UTC().Format(novaTime),
-		"hostId": hostID(v), "progress": 0, "accessIPv4": "", "accessIPv6": "", "addresses": addresses,
-		"metadata": meta, "links": serverLinks(c, v.ID), "key_name": nullable(v.KeyName), "config_drive": configDriveShown(v),
-		"image":                                map[string]any{"id": v.ImageRef, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/images/" + url.PathEscape(v.ImageRef)}}},
-		"flavor":                               embeddedFlavor(c, v.Flavor),
-		"OS-EXT-STS:task_state":                task,
-		"OS-EXT-STS:vm_state":                  vmState(v),
-		"OS-EXT-STS:power_state":               power,
-		"OS-EXT-SRV-ATTR:host":                 nullable(v.Host),
-		"OS-EXT-SRV-ATTR:hypervisor_hostname":  nullable(v.NodeUUID),
-		"OS-EXT-SRV-ATTR:instance_name":        "instance-" + v.ID,
-		"OS-EXT-AZ:availability_zone":          availabilityZone,
-		"OS-DCF:diskConfig":                    "MANUAL",
-		"security_groups":                      []map[string]string{{"name": "default"}},
-		"os-extended-volumes:volumes_attached": []any{},
-		"locked":                               false,
-	}
-	actionView(c, v, out) // actions.go: status, power and lock of server actions
-	if v.Fault != nil {
-		out["fault"] = map[string]any{"code": v.Fault.Code, "message": v.Fault.Message,
-			"created": v.Fault.Created.UTC().Format(novaTime)}
+		out[key] = []any{}
 	}
 	return out
 }
+
+func serverImage(c echo.Context, v fsm.Server) any {
+	return map[string]any{"id": v.ImageRef, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/images/" + url.PathEscape(v.ImageRef)}}}
+}
+
+func defaultSecurityGroups(serverItem) any { return []map[string]string{{"name": "default"}} }
+func zoneOf(serverItem) any                { return availabilityZone }
+func keyNameOf(s serverItem) any           { return nullable(s.v.KeyName) }
+func ownerHost(s serverItem) any           { return nullable(s.v.Host) }
+func nodeOf(s serverItem) any              { return nullable(s.v.NodeUUID) }
+func instanceName(s serverItem) any        { return "instance-" + s.v.ID }
+func hostnameOf(s serverItem) any          { return s.v.Hostname() }
+func userDataOf(s serverItem) any          { return nullable(s.v.UserData) }
+func noVolumes(serverItem) any             { return []any{} }
+func null(serverItem) any                  { return nil }
+func emptyString(serverItem) any           { return "" }
+func zero(serverItem) any                  { return 0 }
 
 func nullable(s string) any {
 	if s == "" {
@@ -89,18 +262,23 @@ func nullable(s string) any {
 	return s
 }
 
-// embeddedFlavor shows the flavor stored in the server: from microversion
-// 2.47 its fields, like Nova; before that, a reference to its id.
-func embeddedFlavor(c echo.Context, f fsm.Flavor) map[string]any {
-	if !mvAtLeast(c, 2, 47) {
-		return map[string]any{"id": f.ID, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/compute/flavors/" + url.PathEscape(f.ID)}}}
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
 	}
-	specs := f.ExtraSpecs
-	if specs == nil {
-		specs = map[string]string{}
-	}
+	return m
+}
+
+// flavorRef is the flavor of a server below microversion 2.47: a
+// reference to its id.
+func flavorRef(c echo.Context, f fsm.Flavor) map[string]any {
+	return map[string]any{"id": f.ID, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/compute/flavors/" + url.PathEscape(f.ID)}}}
+}
+
+// embeddedFlavor is the flavor stored in the server, from 2.47.
+func embeddedFlavor(f fsm.Flavor) map[string]any {
 	return map[string]any{"vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk, "ephemeral": f.Ephemeral,
-		"swap": f.Swap, "original_name": f.Name, "extra_specs": specs}
+		"swap": f.Swap, "original_name": f.Name, "extra_specs": orEmpty(f.ExtraSpecs)}
 }
 
 // hostID is Nova's hostId: the owner host hashed with the server's
@@ -116,8 +294,8 @@ func hostID(v fsm.Server) string {
 
 // configDriveShown is the server's config_drive field: "True" for a
 // bare-metal server, whose deploy always carries a config drive.
-func configDriveShown(v fsm.Server) string {
-	if v.ClaimedNode != "" || v.NodeUUID != "" {
+func configDriveShown(s serverItem) any {
+	if s.v.ClaimedNode != "" || s.v.NodeUUID != "" {
 		return "True"
 	}
 	return ""

@@ -71,10 +71,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if err := h.st.Propose(c, cmd); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"server": map[string]any{
-		"id": id, "links": serverLinks(c, id), "OS-DCF:diskConfig": "MANUAL",
-		"security_groups": []map[string]string{{"name": "default"}},
-	}})
+	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, id)})
 }
 
 // ListServers is GET /servers, or with detail /servers/detail.
@@ -115,9 +112,9 @@ func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
 		out := make([]any, 0, len(listed))
 		for _, v := range listed {
 			if detail {
-				out = append(out, h.serverView(c, v))
+				out = append(out, h.serverView(c, serverDetail, v))
 			} else {
-				out = append(out, map[string]any{"id": v.ID, "name": v.Name, "links": serverLinks(c, v.ID)})
+				out = append(out, briefServer(c, v))
 			}
 		}
 		resp := map[string]any{"servers": out}
@@ -137,7 +134,7 @@ func (h *Handlers) GetServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"server": h.serverView(c, v)})
+	return c.JSON(http.StatusOK, map[string]any{"server": h.serverView(c, serverShow, v)})
 }
 
 // DeleteServer is DELETE /servers/{id}.

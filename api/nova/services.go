@@ -47,32 +47,47 @@ func legacyID(key string) int64 {
 	return int64(binary.BigEndian.Uint64(sum[:8]) >> 16)
 }
 
+// serviceList is the one view of a service: an entry of GET /os-services
+// and, from 2.53, the answer to PUT /os-services/{id}.
+const serviceList view = 1
+
+// serviceTable is Nova's view of a compute service (its services
+// controller).
+var serviceTable = &table[fsm.Host]{
+	resource: "service",
+	views:    []string{"list"},
+	fields: []field[fsm.Host]{
+		{name: "id", until: v2(52), in: serviceList, value: func(h fsm.Host) any { return legacyID("service/" + h.Name) }},
+		{name: "id", since: v2(53), in: serviceList, value: func(h fsm.Host) any { return serviceUUID(h.Name) }},
+		{name: "binary", in: serviceList, value: func(fsm.Host) any { return computeBinary }},
+		{name: "host", in: serviceList, value: func(h fsm.Host) any { return h.Name }},
+		{name: "zone", in: serviceList, value: func(fsm.Host) any { return availabilityZone }},
+		{name: "status", in: serviceList, value: func(h fsm.Host) any {
+			if h.Drained {
+				return "disabled"
+			}
+			return "enabled"
+		}},
+		{name: "state", in: serviceList, value: func(h fsm.Host) any {
+			if h.Status != fsm.HostUp {
+				return "down"
+			}
+			return "up"
+		}},
+		{name: "disabled_reason", in: serviceList, value: func(h fsm.Host) any {
+			if h.Drained && h.DrainReason != "" {
+				return h.DrainReason
+			}
+			return nil
+		}},
+		{name: "updated_at", in: serviceList, value: func(h fsm.Host) any { return h.ChangedAt.UTC().Format(novaMicroTime) }},
+		{name: "forced_down", since: v2(11), in: serviceList, value: func(fsm.Host) any { return false }},
+	},
+}
+
 // computeService is Nova's view of one host's nova-compute service.
 func computeService(c echo.Context, h fsm.Host) map[string]any {
-	status, state := "enabled", "up"
-	if h.Drained {
-		status = "disabled"
-	}
-	if h.Status != fsm.HostUp {
-		state = "down"
-	}
-	var reason any
-	if h.Drained && h.DrainReason != "" {
-		reason = h.DrainReason
-	}
-	var id any = legacyID("service/" + h.Name)
-	if mvAtLeast(c, 2, 53) {
-		id = serviceUUID(h.Name)
-	}
-	out := map[string]any{
-		"id": id, "binary": computeBinary, "host": h.Name, "zone": availabilityZone,
-		"status": status, "state": state, "disabled_reason": reason,
-		"updated_at": h.ChangedAt.UTC().Format(novaMicroTime),
-	}
-	if mvAtLeast(c, 2, 11) {
-		out["forced_down"] = false
-	}
-	return out
+	return serviceTable.render(c, serviceList, h)
 }
 
 // novaMicroTime is the timestamp format of Nova's os-services and

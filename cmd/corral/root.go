@@ -83,7 +83,7 @@ func envOr(k, def string) string {
 
 // client reaches --addr; its typed reads are at --consistency, and its
 // typed compute calls speak wire.ComputeVersion (which shows a server's
-// embedded flavor).
+// embedded flavor and a flavor's extra specs).
 func (o *cliOpts) client() *client.Client {
 	c := client.New(o.addr, o.token)
 	c.Consistency = o.consistency
