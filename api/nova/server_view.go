@@ -32,6 +32,11 @@ type serverItem struct {
 	v      fsm.Server
 	status string
 	host   fsm.Host // the owner host (Name "" when none or unknown)
+	// admin: the caller sees every project. Of the fields Nova's default
+	// policy shows to admins only, corral keeps to admins those it added
+	// with the table (host_status, OS-EXT-SRV-ATTR:user_data); the older
+	// extended attributes it shows to every caller that sees the server.
+	admin bool
 }
 
 // Sets of server views, for the table.
@@ -119,13 +124,13 @@ var serverTable = &table[serverItem]{
 		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(75), in: serverAll75, value: null},
 		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(3), in: serverRead, value: null},
 		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(75), in: serverAll75, value: null},
-		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(3), in: serverRead, value: userDataOf},
-		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(75), in: serverUpdate, value: userDataOf},
+		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(3), in: serverRead, when: adminOnly, value: adminUserData},
+		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(75), in: serverUpdate, when: adminOnly, value: adminUserData},
 		{name: "user_data", since: v2(57), in: serverRebuild, value: userDataOf},
 
 		{name: "locked", since: v2(9), in: serverFull, value: func(s serverItem) any { return s.v.Locked }},
-		{name: "host_status", since: v2(16), in: serverRead, value: hostStatus},
-		{name: "host_status", since: v2(75), in: serverAll75, value: hostStatus},
+		{name: "host_status", since: v2(16), in: serverRead, when: adminOnly, value: hostStatus},
+		{name: "host_status", since: v2(75), in: serverAll75, when: adminOnly, value: hostStatus},
 		// corral keeps no description, tags, trusted certificates or
 		// server groups: Nova's empty values.
 		{name: "description", since: v2(19), in: serverFull, value: null},
@@ -136,6 +141,8 @@ var serverTable = &table[serverItem]{
 	},
 }
 
+const adminOnly = "to callers that see every project (Nova's default policy)"
+
 func serverLinks(c echo.Context, id string) []wire.Link {
 	u := core.BaseURL(c) + wire.ServersPath + "/" + url.PathEscape(id)
 	return []wire.Link{{Rel: "self", Href: u}, {Rel: "bookmark", Href: strings.Replace(u, wire.ComputePrefix, "/compute", 1)}}
@@ -143,7 +150,7 @@ func serverLinks(c echo.Context, id string) []wire.Link {
 
 // serverView renders a server in one of its views.
 func (h *Handlers) serverView(c echo.Context, in view, v fsm.Server) map[string]any {
-	it := serverItem{c: c, v: v, status: serverStatus(v)}
+	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject()}
 	if v.Host != "" {
 		if host, err := h.st.Store().Host(v.Host); err == nil {
 			it.host = host
@@ -214,6 +221,8 @@ func serverFault(s serverItem) any {
 // MAINTENANCE while drained, UNKNOWN while not up; "" without an owner.
 func hostStatus(s serverItem) any {
 	switch {
+	case !s.admin:
+		return omit
 	case s.host.Name == "":
 		return ""
 	case s.host.Drained:
@@ -267,6 +276,13 @@ func orEmpty(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+func adminUserData(s serverItem) any {
+	if !s.admin {
+		return omit
+	}
+	return nullable(s.v.UserData)
 }
 
 // flavorRef is the flavor of a server below microversion 2.47: a
