@@ -4,7 +4,12 @@ GO      ?= go
 BIN     ?= bin/corral
 PKGS    ?= ./...
 TIMEOUT ?= 25m
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# A release is a tag vX.Y.Z; between releases the version is the next one
+# (CHANGELOG.md's first heading) with -dev+g<commit>, the same for every
+# build of one commit (the image's digest depends on it).
+RELEASE ?= $(shell sed -n 's/^## \([0-9][0-9.]*\).*/\1/p' CHANGELOG.md 2>/dev/null | head -n 1)
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --exact-match --dirty 2>/dev/null || \
+	echo $(RELEASE)-dev+g$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD -- 2>/dev/null || echo .dirty))
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
