@@ -140,8 +140,8 @@ func run(bin, ca, conf, version, commit, repo, ociDir, tarPath, digestPath strin
 		WorkingDir: "/" + dataDir,
 		Volumes:    map[string]struct{}{"/" + dataDir: {}},
 		ExposedPorts: map[string]struct{}{
-			"7480/tcp": {}, // API, /healthz, /readyz, /metrics
-			"7481/tcp": {}, // raft
+			"7480/tcp": {},                 // API, /healthz, /readyz, /metrics
+			"7481/tcp": {},                 // raft
 			"7482/tcp": {}, "7482/udp": {}, // gossip
 		},
 		Env:        []string{"SSL_CERT_FILE=/" + caPath},
