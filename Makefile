@@ -4,7 +4,12 @@ GO      ?= go
 BIN     ?= bin/corral
 PKGS    ?= ./...
 TIMEOUT ?= 25m
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# A release is a tag vX.Y.Z; between releases the version is the next one
+# (CHANGELOG.md's first heading) with -dev+g<commit>, the same for every
+# build of one commit (the image's digest depends on it).
+RELEASE ?= $(shell sed -n 's/^## \([0-9][0-9.]*\).*/\1/p' CHANGELOG.md 2>/dev/null | head -n 1)
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --exact-match --dirty 2>/dev/null || \
+	echo $(RELEASE)-dev+g$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD -- 2>/dev/null || echo .dirty))
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
@@ -145,3 +150,42 @@ ironic-down:
 
 clean:
 	rm -rf bin
+
+# ---- Packaging: the container image, the Debian package and the Kubernetes
+# manifests (deploy/; tools/ is a module of its own for their tools). ----
+STATIC_BIN  ?= bin/corral-static
+IMAGE_TAR   ?= bin/corral-image.tar
+IMAGE_OCI   ?= bin/corral-image-oci
+DEB_DIR     ?= bin/deb
+DEB_VERSION ?= $(subst -,~,$(patsubst v%,%,$(VERSION)))
+
+.PHONY: static image deb manifests-check image-test deb-test
+
+# The static binary the image and the package ship (no libc needed).
+static:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(STATIC_BIN) ./cmd/corral
+
+# OCI image without a registry or a daemon: an OCI layout and a
+# docker-archive for `podman load`; the same commit gives the same digest.
+image: static
+	cd tools && $(GO) run ./mkimage -bin $(abspath $(STATIC_BIN)) -conf $(abspath deploy/container/corral.conf) \
+		-version $(VERSION) -commit $(COMMIT) -oci $(abspath $(IMAGE_OCI)) -tar $(abspath $(IMAGE_TAR)) \
+		-digest $(abspath bin/corral-image.digest)
+
+# Debian package (dpkg-deb): /usr/bin/corral, the systemd unit, /etc/corral/corral.conf.
+deb: static
+	deploy/debian/build.sh $(STATIC_BIN) $(DEB_VERSION) $(DEB_DIR)
+
+# The StatefulSet and the Helm chart, checked offline: strict decoding,
+# Kubernetes' OpenAPI schema, helm lint and helm template.
+manifests-check:
+	cd tools && $(GO) test -count=1 ./k8scheck/
+
+# The image in podman: three peers and the simulator on 127.0.0.2-4.
+image-test: image
+	scripts/image-test.sh $(IMAGE_TAR) $(STATIC_BIN)
+
+# The package under systemd in a container: install, start, upgrade, remove, purge.
+deb-test: deb
+	deploy/debian/build.sh $(STATIC_BIN) $(DEB_VERSION).1 $(DEB_DIR)/upgrade
+	scripts/deb-test.sh $(DEB_DIR)/corral_$(DEB_VERSION)_amd64.deb $(DEB_DIR)/upgrade/corral_$(DEB_VERSION).1_amd64.deb

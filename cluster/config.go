@@ -57,6 +57,9 @@ func DefaultRaftTimings() RaftTimings {
 // the leader removes it from raft.
 const DefaultDeadServerCleanupAfter = 5 * time.Minute
 
+// maxVersionLen bounds the release a peer advertises in gossip.
+const maxVersionLen = 40
+
 // DefaultRefusedGrace is Config.RefusedGrace's default: a killed process
 // is confirmed dead about a second after its ports close, while a process
 // that restarts within it keeps its servers.
@@ -143,6 +146,10 @@ type Config struct {
 	// Settings are this peer's values of cluster-wide settings, advertised
 	// in gossip (see Node.AgreedSetting).
 	Settings map[string]string
+	// Version is this peer's corral release, advertised in gossip (its
+	// first maxVersionLen bytes) so that Members shows which peers a
+	// rolling upgrade has reached.
+	Version string
 	// PeerPaths are where the peers' APIs serve the endpoints this peer
 	// calls on another: the API names them (api.PeerPaths). Without them a
 	// follower cannot forward (unless Forwarder replaces HTTP forwarding)
@@ -230,6 +237,10 @@ func (c *Config) setDefaults() {
 	maps.Copy(settings, c.Settings)
 	settings[settingPurgeServers] = "true"
 	settings[settingCommands] = fsm.KnownCommands()
+	if v := c.Version; v != "" {
+		// Gossip metadata must stay within memberlist's 512 bytes.
+		settings[settingVersion] = v[:min(len(v), maxVersionLen)]
+	}
 	c.Settings = settings
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = 500 * time.Millisecond

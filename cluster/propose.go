@@ -134,6 +134,10 @@ func (n *Node) applyLocalValue(ctx context.Context, cmd fsm.Command) (uint64, an
 // it can apply (fsm.KnownCommands).
 const settingCommands = "fsm_commands"
 
+// settingVersion is advertised in gossip by every peer that knows its
+// release (Config.Version); it is shown, never agreed on.
+const settingVersion = "version"
+
 // CommandKnown reports whether every live admitted peer advertises that
 // it can apply command type t (a stranger's gossip counts for nothing). A peer that cannot would stop at the entry (it
 // refuses to apply part of the log), so a newer command is used only once

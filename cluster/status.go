@@ -23,6 +23,11 @@ type Member struct {
 	APIAddr  string     `json:"api_address,omitempty"`
 	RaftAddr string     `json:"raft_address,omitempty"`
 	Raft     RaftMember `json:"raft"`
+	// Version is the member's corral release and Commands the command
+	// types it can apply, as it advertises them in gossip (empty for a
+	// peer of a release that advertised neither).
+	Version  string `json:"version,omitempty"`
+	Commands string `json:"commands,omitempty"`
 }
 
 // Members lists gossip members and raft servers, sorted by name. A raft
@@ -31,7 +36,8 @@ func (n *Node) Members() []Member {
 	byName := map[string]*Member{}
 	for _, m := range n.gossip.snapshot() {
 		byName[m.Name] = &Member{Name: m.Name, Address: m.Addr, Status: m.Status, Kind: m.Meta.Kind,
-			APIAddr: m.Meta.APIAddr, RaftAddr: m.Meta.RaftAddr, Raft: RaftMember{Suffrage: "none"}}
+			APIAddr: m.Meta.APIAddr, RaftAddr: m.Meta.RaftAddr, Raft: RaftMember{Suffrage: "none"},
+			Version: m.Meta.Settings[settingVersion], Commands: m.Meta.Settings[settingCommands]}
 	}
 	_, leader := n.raft.LeaderWithID()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {

@@ -50,6 +50,10 @@ type Agent struct {
 	DataDir    string
 	Args       []string // extra flags
 	Env        []string
+	// Bin, when set, is the binary this agent runs from its next start
+	// on (a rolling upgrade replaces it one agent at a time); empty: the
+	// cluster's.
+	Bin string
 
 	c       *Cluster
 	mu      sync.Mutex
@@ -84,6 +88,8 @@ type Options struct {
 	// TLS, when set, makes the harness speak HTTPS to the agents with it
 	// (the agents get their [tls] files through Env or adjust).
 	TLS *tls.Config
+	// Bin, when set, is the binary the agents run instead of Binary's.
+	Bin string
 }
 
 // Start launches n agents bootstrapped with --bootstrap-expect n.
@@ -101,7 +107,11 @@ func StartWith(t testing.TB, n int, opts Options, adjust func(i int, a *Agent)) 
 	if opts.BaseIP == 0 {
 		opts.BaseIP = 2
 	}
-	c := &Cluster{t: t, Bin: Binary(t), Dir: t.TempDir(), Token: "e2e-admin-token-0123456789",
+	bin := opts.Bin
+	if bin == "" {
+		bin = Binary(t)
+	}
+	c := &Cluster{t: t, Bin: bin, Dir: t.TempDir(), Token: "e2e-admin-token-0123456789",
 		PeerToken: "e2e-peer-token-0123456789", TLS: opts.TLS}
 	t.Cleanup(c.StopAll)
 	for i := 0; i < n; i++ {
@@ -184,6 +194,10 @@ func (a *Agent) process() *proc.Proc {
 func (a *Agent) Start() {
 	a.c.t.Helper()
 	p := a.process()
+	p.Path = a.c.Bin
+	if a.Bin != "" {
+		p.Path = a.Bin
+	}
 	p.Args = append([]string{"agent", "--name", a.Name, "--data-dir", a.DataDir, "--bind", a.IP,
 		"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
 		"--gossip-port", strconv.Itoa(a.GossipPort), "--log-format", "json"}, a.Args...)

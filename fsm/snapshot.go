@@ -37,6 +37,10 @@ const (
 	// snapshotVersionBinary is the first format with binary records.
 	snapshotVersionBinary = 2
 
+	// SnapshotVersionBase is the format written while nothing in the
+	// state needs SnapshotVersion's additions (see above).
+	SnapshotVersionBase = snapshotVersionBinary
+
 	// MaxRecordSize bounds one record's body, so that a corrupt length
 	// cannot make Restore allocate without limit.
 	MaxRecordSize = 64 << 20

@@ -50,7 +50,8 @@ func (s *Store) Apply(index uint64, data []byte) Result {
 			s.setApplied(index)
 			return Result{}
 		case isUnknown(err):
-			panic(fmt.Sprintf("fsm: unknown command type %d at index %d: this peer is older than the leader; upgrade it", data[0], index))
+			panic(fmt.Sprintf("fsm: unknown command type %d at index %d: this peer is older than the leader; upgrade it "+
+				"(a newer corral wrote it: a downgrade past a new command type is not supported; `corral version` lists the types a binary knows)", data[0], index))
 		default:
 			panic(fmt.Sprintf("fsm: corrupt log entry at index %d: %v: restore this peer from a snapshot of a healthy peer", index, err))
 		}

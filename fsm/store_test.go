@@ -182,7 +182,7 @@ func TestUnknownCommands(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"unknown", []byte{99, '{', '}'}, "unknown command type 99 at index 3: this peer is older than the leader; upgrade it"},
+		{"unknown", []byte{99, '{', '}'}, "unknown command type 99 at index 3: this peer is older than the leader; upgrade it (a newer corral wrote it: a downgrade past a new command type is not supported"},
 		{"corrupt", []byte{byte(CmdCreateFlavor), '{'}, "corrupt log entry at index 3"},
 		{"corrupt ignorable-looking known", []byte{byte(CmdNoop), '['}, "corrupt log entry at index 3"},
 		{"empty", nil, "corrupt log entry at index 3"},

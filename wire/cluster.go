@@ -15,6 +15,11 @@ type Member struct {
 	APIAddr  string     `json:"api_address,omitempty"`
 	RaftAddr string     `json:"raft_address,omitempty"`
 	Raft     RaftMember `json:"raft"`
+	// Version is the member's corral release and Commands the command
+	// types it can apply ("1-27,32-33,40"), as it advertises them in
+	// gossip; empty for a peer of a release that advertised neither.
+	Version  string `json:"version,omitempty"`
+	Commands string `json:"commands,omitempty"`
 }
 
 // RaftMember is a member's place in the raft configuration.

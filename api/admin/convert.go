@@ -13,7 +13,8 @@ import (
 // memberOf is a member as the admin API shows it.
 func memberOf(m cluster.Member) wire.Member {
 	return wire.Member{Name: m.Name, Address: m.Address, Status: m.Status, Kind: m.Kind, APIAddr: m.APIAddr,
-		RaftAddr: m.RaftAddr, Raft: wire.RaftMember{Suffrage: m.Raft.Suffrage, Leader: m.Raft.Leader}}
+		RaftAddr: m.RaftAddr, Raft: wire.RaftMember{Suffrage: m.Raft.Suffrage, Leader: m.Raft.Leader},
+		Version: m.Version, Commands: m.Commands}
 }
 
 // hostView is a host with the number of servers it owns.

@@ -28,9 +28,9 @@ func newMembersCmd(o *cliOpts) *cobra.Command {
 				if m.Raft.Leader {
 					leader = "*"
 				}
-				rows = append(rows, []string{m.Name, m.Address, m.Status, m.Kind, m.Raft.Suffrage, leader, m.APIAddr})
+				rows = append(rows, []string{m.Name, m.Address, m.Status, m.Kind, m.Raft.Suffrage, leader, m.APIAddr, m.Version, m.Commands})
 			}
-			return o.render(cmd.OutOrStdout(), resp, []string{"Name", "Gossip", "Status", "Kind", "Raft", "Leader", "API"}, rows)
+			return o.render(cmd.OutOrStdout(), resp, []string{"Name", "Gossip", "Status", "Kind", "Raft", "Leader", "API", "Version", "Commands"}, rows)
 		},
 	}
 }

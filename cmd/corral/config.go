@@ -471,5 +471,6 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		DeadServerCleanupAfter: c.DeadServerCleanupAfter,
 		Settings:               map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
 		PeerPaths:              api.PeerPaths(),
+		Version:                currentBuild().Version,
 	}
 }

@@ -68,7 +68,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newAgentCmd(), newDevCmd(), newMembersCmd(o), newRaftCmd(o), newHostCmd(o),
 		newFlavorCmd(o), newLeaveCmd(o), newServerCmd(o), newNodeCmd(o), newSimCmd(), newPlanCmd(o),
 		newManageCmd(o), newProviderCmd(o))
-	root.AddCommand(newTLSCmd(), newKeygenCmd(), newKeyringCmd(o), newOperatorCmd(o), newSnapshotCmd(o), newVersionCmd(o))
+	root.AddCommand(newTLSCmd(), newKeygenCmd(), newKeyringCmd(o), newOperatorCmd(o), newSnapshotCmd(o), newVersionCmd(o), newHealthCmd())
 	root.Version = currentBuild().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root

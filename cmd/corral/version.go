@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/corral-dev/corral/fsm"
 )
 
 // Set by the Makefile: -ldflags "-X main.version=... -X main.commit=...".
@@ -14,18 +16,32 @@ var (
 	commit  = ""
 )
 
-// buildInfo is what `corral version` prints.
+// buildInfo is what `corral version` prints: the release and commit, and
+// what this binary writes that older ones may not read (the command types
+// it can apply and the snapshot formats it writes), which a rolling upgrade
+// and CHANGELOG.md speak of.
 type buildInfo struct {
 	Version   string `json:"version"`
 	Commit    string `json:"commit"`
 	GoVersion string `json:"go_version"`
+	// Commands lists the command types this binary applies (the list it
+	// advertises in gossip), HighestCommand the highest of them.
+	Commands       string `json:"command_types"`
+	HighestCommand int    `json:"highest_command_type"`
+	// SnapshotFormat is the highest snapshot format this binary reads and
+	// writes; it writes SnapshotFormatBase while no state needs more.
+	SnapshotFormat     int `json:"snapshot_format"`
+	SnapshotFormatBase int `json:"snapshot_format_base"`
 }
 
 // currentBuild returns the version and commit set at link time, else the
 // ones the Go toolchain recorded in the binary (module version, VCS
 // revision), else "devel" and "unknown".
 func currentBuild() buildInfo {
-	b := buildInfo{Version: version, Commit: commit, GoVersion: runtime.Version()}
+	types := fsm.CommandTypes()
+	b := buildInfo{Version: version, Commit: commit, GoVersion: runtime.Version(),
+		Commands: fsm.KnownCommands(), HighestCommand: int(types[len(types)-1]),
+		SnapshotFormat: fsm.SnapshotVersion, SnapshotFormatBase: fsm.SnapshotVersionBase}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			b.Version = bi.Main.Version
@@ -49,13 +65,17 @@ func currentBuild() buildInfo {
 }
 
 func (b buildInfo) String() string {
-	return fmt.Sprintf("corral %s (commit %s, %s)", b.Version, b.Commit, b.GoVersion)
+	return fmt.Sprintf("corral %s (commit %s, %s)\n"+
+		"command types: %s (highest %d)\n"+
+		"snapshot format: %d (written only when the state needs it, else %d; reads 1-%d)",
+		b.Version, b.Commit, b.GoVersion, b.Commands, b.HighestCommand,
+		b.SnapshotFormat, b.SnapshotFormatBase, b.SnapshotFormat)
 }
 
 func newVersionCmd(o *cliOpts) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print corral's version, commit and Go version",
+		Short: "Print corral's version, commit, Go version, command types and snapshot format",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := currentBuild()
