@@ -136,6 +136,31 @@ def norm(status):
     return {"success": "passed", "xfail": "passed", "skip": "skipped"}.get(status, "failed")
 
 
+EXC_LINE = re.compile(r"^(?:setUpClass: )?[A-Za-z_][\w.]*(?:Error|Exception|Failure|BadRequest|NotFound|Conflict|"
+                      r"Forbidden|Unauthorized|ServerFault|TimeoutException|InvalidHTTPResponseBody|"
+                      r"UnexpectedResponseCode|MismatchError|[A-Z]\w+)\b.*?:")
+
+
+def excerpt(text, limit=300):
+    """The cause of a failure in one line: the schema violation, or the last exception and its details."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("jsonschema.exceptions.ValidationError:"):
+            msg = line.split(":", 1)[1].strip()
+            where = next((l.strip() for l in lines[i + 1:i + 4] if l.startswith("Failed validating")), "")
+            out = "response schema: %s (%s)" % (msg, where.rstrip(":")) if where else "response schema: " + msg
+            return out if len(out) <= limit else out[:limit - 3] + "..."
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
+        if line and not line[0].isspace() and EXC_LINE.match(line) and not line.startswith("Traceback"):
+            out = line.strip()
+            for extra in lines[i + 1:i + 3]:
+                if extra.startswith("Details:"):
+                    out += " " + extra.strip()
+            return out if len(out) <= limit else out[:limit - 3] + "..."
+    return first_line(text, limit)
+
+
 def first_line(text, limit=160):
     for line in reversed(text.splitlines()):
         line = line.strip()
@@ -167,7 +192,8 @@ def main():
     absent = sorted(t for t in known if t not in results)
 
     with open(os.path.join(a.out, "results.json"), "w", encoding="utf-8") as f:
-        json.dump({t: {"status": norm(s), "subunit_status": s, "text": x} for t, (s, x) in sorted(results.items())},
+        json.dump({t: {"status": norm(s), "subunit_status": s, "cause": excerpt(x) if norm(s) == "failed" else "",
+                       "text": x} for t, (s, x) in sorted(results.items())},
                   f, indent=1, sort_keys=True)
     with open(os.path.join(a.out, "failures.txt"), "w", encoding="utf-8") as f:
         for t in failed:
@@ -204,7 +230,7 @@ def main():
     if new:
         p("NEW failures (not in %s):" % (a.known or "a known-failures file"))
         for t in new:
-            p("  %s\n      %s" % (t, first_line(results[t][1])))
+            p("  %s\n      %s" % (t, excerpt(results[t][1])))
         p("")
     if stale:
         p("Known failures that did not fail this time (remove them from %s):" % a.known)
