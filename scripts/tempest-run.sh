@@ -278,7 +278,7 @@ build_interval = 1
 min_compute_nodes = 1
 
 [compute-feature-enabled]
-# Nova's Ironic driver: what devstack's lib/tempest switches off for VIRT_DRIVER=ironic.
+# devstack's lib/tempest for VIRT_DRIVER=ironic, as Nova's Ironic jobs run it.
 change_password = false
 console_output = false
 interface_attach = false
@@ -289,22 +289,14 @@ resize = false
 shelve = false
 snapshot = false
 suspend = false
-# Ironic's devstack plugin: no disk_config (the driver cannot repartition a node).
+# Ironic's devstack plugin (ironic_configure_tempest): the driver cannot repartition a node.
 disk_config = false
-# No console proxies (Tempest's defaults, written out).
+# No console proxy (Tempest's defaults, written out).
 vnc_console = false
-spice_console = false
 serial_console = false
-# Migration: a bare-metal server is its node.
-cold_migration = false
-live_migrate_back_and_forth = false
 # devstack's settings for every driver.
 personality = false
 hostname_fqdn_sanitization = true
-# No Cinder.
-attach_encrypted_volume = false
-swap_volume = false
-volume_multiattach = false
 
 [validation]
 # Simulated nodes: nothing to SSH into.

@@ -17,8 +17,23 @@ so every Tempest worker loads it.
 import inspect
 import json
 import os
+import re
 
 LOG = os.environ.get("TEMPEST_SCHEMA_LOG")
+TEST_FRAME = re.compile(r"^(test_|setUp|tearDown|resource_setup|resource_cleanup)")
+
+
+def _test_caller(frame):
+    """module.Class:method of the test code that made the call (a class's setup for all its tests)."""
+    while frame is not None:
+        name = frame.f_code.co_name
+        if TEST_FRAME.search(name):
+            owner = frame.f_locals.get("self")
+            cls = type(owner) if owner is not None else frame.f_locals.get("cls")
+            if isinstance(cls, type):
+                return "%s.%s:%s" % (cls.__module__, cls.__name__, name)
+        frame = frame.f_back
+    return None
 
 
 def _install():
@@ -43,7 +58,7 @@ def _install():
             if not body_schema and body:
                 errors = ["(body): Nova answers no body here"]
             entry = {
-                "test": test_utils.find_test_caller(),
+                "test": _test_caller(caller) or test_utils.find_test_caller(),
                 "call": "%s.%s" % (type(client).__name__ if client is not None else cls.__name__,
                                    caller.f_code.co_name),
                 "microversion": base_compute_client.COMPUTE_MICROVERSION or "2.1",
