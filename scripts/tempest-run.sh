@@ -15,8 +15,8 @@
 # shrinks); 2 Tempest could not run (setup).
 #
 # Everything it needs comes from Debian's packages (tempest; the control plane's own) and `go`.
-# Measured on a shared 2-core machine: corral up and provisioned in ~15 s, the default selection
-# (~280 tests) in 2-4 minutes at concurrency 2.
+# Measured on a shared 2-core machine: corral built, up and provisioned in ~10 s; the default
+# selection (276 tests) in ~1 minute at concurrency 2 (2-3 minutes with TEMPEST_SCHEMA_LENIENT=1).
 #
 # Knobs (environment):
 #   OPENSTACK_ENV            env file of scripts/openstack-up.sh (default $OPENSTACK_DIR/openstack.env,
