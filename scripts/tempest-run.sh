@@ -27,6 +27,8 @@
 #   TEMPEST_KNOWN_FAILURES   file of known failures (scripts/tempest/known-failures.txt in CI);
 #                            unset: every failure fails the run
 #   TEMPEST_INCLUDE_LIST     the selection (default scripts/tempest/include-list.txt)
+#   TEMPEST_PRUNE_KNOWN=1    take the tests of TEMPEST_KNOWN_FAILURES that did not fail out of that file
+#                            (it never adds one); then only a new failure fails the run
 #   TEMPEST_REGEX            run only the tests matching this regex instead (known failures outside it
 #                            are then not reported as stale)
 #   TEMPEST_PEERS            corral agents (default 3)
@@ -52,6 +54,7 @@ TEMPEST_CONCURRENCY=${TEMPEST_CONCURRENCY:-2}
 TEMPEST_KNOWN_FAILURES=${TEMPEST_KNOWN_FAILURES:-}
 TEMPEST_INCLUDE_LIST=${TEMPEST_INCLUDE_LIST:-$SCRIPTS_DIR/tempest/include-list.txt}
 TEMPEST_REGEX=${TEMPEST_REGEX:-}
+TEMPEST_PRUNE_KNOWN=${TEMPEST_PRUNE_KNOWN:-0}
 TEMPEST_PEERS=${TEMPEST_PEERS:-3}
 TEMPEST_NODES=${TEMPEST_NODES:-48}
 TEMPEST_TEST_TIMEOUT=${TEMPEST_TEST_TIMEOUT:-300}
@@ -350,6 +353,7 @@ log "Tempest done (exit $run_rc)"
 
 known=()
 [[ -n $TEMPEST_KNOWN_FAILURES ]] && known=(--known "$TEMPEST_KNOWN_FAILURES")
+[[ -n $TEMPEST_KNOWN_FAILURES && $TEMPEST_PRUNE_KNOWN == 1 ]] && known+=(--prune)
 gate=0
 env -u PYTHONPATH -u PYTHONHOME "$PY" "$SCRIPTS_DIR/tempest/results.py" --list "$TEMPEST_DIR/selected.txt" \
 	--subunit "$TEMPEST_DIR/results.subunit" --out "$TEMPEST_DIR" "${known[@]}" "${partial[@]}" |

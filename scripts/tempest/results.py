@@ -175,6 +175,8 @@ def main():
     ap.add_argument("--subunit", required=True)
     ap.add_argument("--known", help="known failures")
     ap.add_argument("--out", required=True, help="directory for results.json and failures.txt")
+    ap.add_argument("--prune", action="store_true",
+                    help="take the known failures that did not fail out of --known (never adds one)")
     ap.add_argument("--partial-selection", action="store_true",
                     help="the selection is not the default one: known failures it lacks are not stale")
     a = ap.parse_args()
@@ -190,6 +192,16 @@ def main():
     new = [t for t in failed if t not in known]
     stale = sorted(t for t in known if t in results and norm(results[t][0]) != "failed")
     absent = sorted(t for t in known if t not in results)
+    pruned = []
+    if a.prune and a.known:
+        drop = set(stale) | (set() if a.partial_selection else set(absent))
+        with open(a.known, encoding="utf-8") as f:
+            lines = f.readlines()
+        keep = [l for l in lines if l.strip().startswith("#") or not l.strip() or bare(l.split()[0]) not in drop]
+        pruned = sorted(drop)
+        with open(a.known + ".tmp", "w", encoding="utf-8") as f:
+            f.writelines(keep)
+        os.replace(a.known + ".tmp", a.known)
 
     with open(os.path.join(a.out, "results.json"), "w", encoding="utf-8") as f:
         json.dump({t: {"status": norm(s), "subunit_status": s, "cause": excerpt(x) if norm(s) == "failed" else "",
@@ -232,8 +244,14 @@ def main():
         for t in new:
             p("  %s\n      %s" % (t, excerpt(results[t][1])))
         p("")
+    if pruned:
+        p("Taken out of %s (they did not fail, or are not selected): %d" % (a.known, len(pruned)))
+        for t in pruned:
+            p("  %s" % t)
+        p("")
+        stale, absent = [], []
     if stale:
-        p("Known failures that did not fail this time (remove them from %s):" % a.known)
+        p("Known failures that did not fail this time (remove them from %s, or run with TEMPEST_PRUNE_KNOWN=1):" % a.known)
         for t in stale:
             p("  %s (%s)" % (t, norm(results[t][0])))
         p("")
