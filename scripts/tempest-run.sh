@@ -66,6 +66,8 @@ TEMPEST_SCHEMA_LENIENT=${TEMPEST_SCHEMA_LENIENT:-0}
 CORRAL_BIN=${CORRAL_BIN:-}
 PY=/usr/bin/python3
 RESOURCE_CLASS=baremetal
+# No bytecode next to scripts/tempest's helpers.
+export PYTHONDONTWRITEBYTECODE=1
 
 started=$SECONDS
 log() { echo "tempest-run: [$((SECONDS - started))s] $*" >&2; }
