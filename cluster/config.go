@@ -143,6 +143,11 @@ type Config struct {
 	// Settings are this peer's values of cluster-wide settings, advertised
 	// in gossip (see Node.AgreedSetting).
 	Settings map[string]string
+	// QuotaDefaults are [quota]: the limits of every project that has none
+	// of its own and of the default quota class (nil: this peer sets
+	// none). The leader records them once every live peer has the same
+	// (quota.go).
+	QuotaDefaults fsm.QuotaLimits
 	// PeerPaths are where the peers' APIs serve the endpoints this peer
 	// calls on another: the API names them (api.PeerPaths). Without them a
 	// follower cannot forward (unless Forwarder replaces HTTP forwarding)
@@ -230,6 +235,9 @@ func (c *Config) setDefaults() {
 	maps.Copy(settings, c.Settings)
 	settings[settingPurgeServers] = "true"
 	settings[settingCommands] = fsm.KnownCommands()
+	if c.QuotaDefaults != nil {
+		settings[settingQuota] = quotaDigest(c.QuotaDefaults)
+	}
 	c.Settings = settings
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = 500 * time.Millisecond
