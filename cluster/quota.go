@@ -22,20 +22,11 @@ func quotaDigest(l fsm.QuotaLimits) string {
 }
 
 // reconcileQuotaDefaults records this peer's [quota] in the replicated
-// state (fsm.SetQuotaDefaults) when every live peer is configured with
-// the same limits and the state holds others: a rolling change of
-// [quota] takes effect once, when the last peer has it, whichever peer
-// leads meanwhile. Until every live peer can apply the command, nothing
-// is recorded, and a state without quotas refuses nothing.
+// state (fsm.SetQuotaDefaults) when recordQuotaDefaults says so.
 func (n *Node) reconcileQuotaDefaults(ctx context.Context) error {
 	own := n.cfg.QuotaDefaults
-	if own == nil || n.store.QuotaDefaults().String() == own.String() {
-		return nil
-	}
-	if v, agreed := n.AgreedSetting("", settingQuota); !agreed || v != quotaDigest(own) {
-		return nil // the peers' [quota] differ, or one predates quotas
-	}
-	if !n.CommandKnown(fsm.CmdSetQuotaDefaults) {
+	agreed, ok := n.AgreedSetting("", settingQuota)
+	if !recordQuotaDefaults(own, n.store.QuotaDefaults(), agreed, ok, n.CommandKnown(fsm.CmdSetQuotaDefaults)) {
 		return nil
 	}
 	if _, err := n.applyLocal(ctx, &fsm.SetQuotaDefaults{Limits: maps.Clone(own)}); err != nil {
@@ -43,4 +34,24 @@ func (n *Node) reconcileQuotaDefaults(ctx context.Context) error {
 	}
 	n.log.Info("recorded the [quota] limits every peer is configured with", "limits", own.String())
 	return nil
+}
+
+// recordQuotaDefaults is whether the leader, configured with own, records
+// it over the recorded limits: only when every live peer advertises the
+// same digest (agreed, ok: Node.AgreedSetting) and can apply the command
+// (known). The leader's [quota] wins only when no live peer is configured
+// otherwise, so a peer with other limits cannot flip-flop the defaults as
+// leadership moves: while the peers differ the state keeps what it holds,
+// and a rolling change of [quota] takes effect once, when the last peer
+// has it. A peer that predates quotas advertises nothing, which also
+// holds the state as it is.
+func recordQuotaDefaults(own, recorded fsm.QuotaLimits, agreed string, ok, known bool) bool {
+	switch {
+	case own == nil, own.String() == recorded.String():
+		return false
+	case !ok || agreed != quotaDigest(own):
+		return false
+	default:
+		return known
+	}
 }
