@@ -203,6 +203,18 @@ func TestQuotaViewsByMicroversion(t *testing.T) {
 			}
 		}
 	}
+	// Nova takes a class's server group limits before 2.50 shows them.
+	if r := do(t, e.ts, http.MethodPut, computeBase+"/os-quota-class-sets/default", adminToken,
+		`{"quota_class_set": {"server_groups": 4}}`, mv("2.1")); r.code != http.StatusOK {
+		t.Errorf("server_groups of a class at 2.1: %s", r)
+	}
+	if g := get(t, do(t, e.ts, http.MethodGet, quotaSets+"p/defaults", adminToken, "", nil).json(t), "quota_set", "server_groups"); g != float64(4) {
+		t.Errorf("default server_groups %v, want 4", g)
+	}
+	if r := do(t, e.ts, http.MethodPut, computeBase+"/os-quota-class-sets/default", adminToken,
+		`{"quota_class_set": {"floating_ips": 4}}`, mv("2.50")); r.code != http.StatusBadRequest {
+		t.Errorf("floating_ips of a class at 2.50: %s", r)
+	}
 	// At 2.75 an unknown query parameter is refused.
 	if r := do(t, e.ts, http.MethodGet, quotaSets+"p?foo=1", adminToken, "", mv("2.75")); r.code != http.StatusBadRequest {
 		t.Errorf("unknown query parameter at 2.75: %s", r)

@@ -55,3 +55,17 @@ func recordQuotaDefaults(own, recorded fsm.QuotaLimits, agreed string, ok, known
 		return known
 	}
 }
+
+// checkQuotaCommand refuses a quota change (os-quota-sets, os-quota-class-
+// sets) until every live peer can apply its command (known: CommandKnown):
+// an older peer would stop at the entry, and the snapshot would carry
+// quota records it cannot read. Other commands pass.
+func checkQuotaCommand(cmd fsm.Command, known func(fsm.CommandType) bool) error {
+	switch cmd.(type) {
+	case *fsm.UpdateQuotas, *fsm.DeleteQuotas, *fsm.SetQuotaDefaults:
+		if !known(cmd.Type()) {
+			return fmt.Errorf("%w: quotas can be changed once every peer runs a version that applies them: upgrade every peer first", fsm.ErrConflict)
+		}
+	}
+	return nil
+}

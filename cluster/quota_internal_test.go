@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/fsm"
@@ -31,5 +33,23 @@ func TestRecordQuotaDefaults(t *testing.T) {
 		if got := recordQuotaDefaults(c.own, c.recorded, c.agreed, c.ok, c.known); got != c.want {
 			t.Errorf("%s: record = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestCheckQuotaCommand: a quota change waits until every live peer can
+// apply it; other commands do not.
+func TestCheckQuotaCommand(t *testing.T) {
+	none := func(fsm.CommandType) bool { return false }
+	all := func(fsm.CommandType) bool { return true }
+	for _, cmd := range []fsm.Command{&fsm.UpdateQuotas{ProjectID: "p"}, &fsm.DeleteQuotas{ProjectID: "p"}, &fsm.SetQuotaDefaults{}} {
+		if err := checkQuotaCommand(cmd, none); !errors.Is(err, fsm.ErrConflict) || !strings.Contains(err.Error(), "upgrade every peer") {
+			t.Errorf("%T with a peer that cannot apply it: %v, want a conflict", cmd, err)
+		}
+		if err := checkQuotaCommand(cmd, all); err != nil {
+			t.Errorf("%T with every peer able: %v", cmd, err)
+		}
+	}
+	if err := checkQuotaCommand(&fsm.CreateFlavor{}, none); err != nil {
+		t.Errorf("a flavor waits for quotas: %v", err)
 	}
 }

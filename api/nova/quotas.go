@@ -308,7 +308,8 @@ var quotaNumber = regexp.MustCompile(`^-?[0-9]+$`)
 
 // parseQuotaLimits reads a quota update's resources, as Nova's schemas
 // take them at the request's microversion: the resources the view shows
-// there (those it dropped are refused), "force" (a boolean) where allowed.
+// there (those it dropped are refused) and the server groups', "force"
+// (a boolean) where allowed.
 func parseQuotaLimits(set map[string]json.RawMessage, t *table[quotaItem], in view, c echo.Context, allowForce bool) (fsm.QuotaLimits, bool, error) {
 	shown := map[string]bool{}
 	mv := microversion(c)
@@ -328,7 +329,10 @@ func parseQuotaLimits(set map[string]json.RawMessage, t *table[quotaItem], in vi
 			force = b
 			continue
 		}
-		if !shown[k] || !fsm.IsQuotaResource(k) {
+		// Nova's schemas take the server groups' limits at every
+		// microversion, though os-quota-class-sets shows them from 2.50.
+		groups := k == fsm.QuotaServerGroups || k == fsm.QuotaServerGroupMembers
+		if !shown[k] && !groups || !fsm.IsQuotaResource(k) {
 			return nil, false, core.BadRequest("Invalid input for field/attribute quota_set. Additional properties are not allowed (%q was unexpected)", k)
 		}
 		v, err := quotaLimit(raw)
