@@ -149,6 +149,13 @@ func TestQuotaSetUpdateAndDelete(t *testing.T) {
 	if d := show(memberA, "demo-a/defaults"); d["instances"] != float64(10) || d["cores"] != float64(20) {
 		t.Fatalf("defaults: %v", d)
 	}
+	// Quota classes are the cloud's: an admin's or a cluster reader's.
+	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-quota-class-sets/default", memberA, "", nil); r.code != http.StatusForbidden {
+		t.Fatalf("a member reads the default class: %s", r)
+	}
+	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-quota-class-sets/default", readerToken, "", nil); r.code != http.StatusOK {
+		t.Fatalf("a reader reads the default class: %s", r)
+	}
 	if r := do(t, e.ts, http.MethodGet, quotaSets+"demo-a", memberB, "", nil); r.code != http.StatusForbidden {
 		t.Fatalf("demo-b reads demo-a's quotas: %s", r)
 	}
