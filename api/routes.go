@@ -126,6 +126,14 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/os-keypairs/:name", n.GetKeyPair, projectReaders, nil},
 		{del, nova + "/os-keypairs/:name", n.DeleteKeyPair, projectMembers, nil},
 		{get, nova + "/limits", n.Limits, projectReaders, nil},
+		// Quotas: a project's readers read its own, admins set them (api/nova/quotas.go).
+		{get, nova + "/os-quota-sets/:id", n.ShowQuotaSet, projectReaders, nil},
+		{put, nova + "/os-quota-sets/:id", n.UpdateQuotaSet, admins, nil},
+		{del, nova + "/os-quota-sets/:id", n.DeleteQuotaSet, admins, nil},
+		{get, nova + "/os-quota-sets/:id/defaults", n.QuotaSetDefaults, projectReaders, nil},
+		{get, nova + "/os-quota-sets/:id/detail", n.QuotaSetDetail, projectReaders, nil},
+		{get, nova + "/os-quota-class-sets/:id", n.ShowQuotaClassSet, readers, nil},
+		{put, nova + "/os-quota-class-sets/:id", n.UpdateQuotaClassSet, admins, nil},
 		{get, nova + "/os-availability-zone", n.AvailabilityZones, projectReaders, nil},
 		{get, nova + "/os-availability-zone/detail", n.AvailabilityZonesDetail, admins, nil},
 

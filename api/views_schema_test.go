@@ -169,6 +169,7 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 		w.hypervisors()
 		w.services()
 		w.limitsAndZones()
+		w.quotas()
 	}
 	checkVersionDocuments(t, e, schemas)
 	for name := range schemas.ranges {

@@ -150,6 +150,11 @@ type Config struct {
 	// first maxVersionLen bytes) so that Members shows which peers a
 	// rolling upgrade has reached.
 	Version string
+	// QuotaDefaults are [quota]: the limits of every project that has none
+	// of its own and of the default quota class (nil: this peer sets
+	// none). The leader records them once every live peer has the same
+	// (quota.go).
+	QuotaDefaults fsm.QuotaLimits
 	// PeerPaths are where the peers' APIs serve the endpoints this peer
 	// calls on another: the API names them (api.PeerPaths). Without them a
 	// follower cannot forward (unless Forwarder replaces HTTP forwarding)
@@ -240,6 +245,9 @@ func (c *Config) setDefaults() {
 	if v := c.Version; v != "" {
 		// Gossip metadata must stay within memberlist's 512 bytes.
 		settings[settingVersion] = v[:min(len(v), maxVersionLen)]
+	}
+	if c.QuotaDefaults != nil {
+		settings[settingQuota] = quotaDigest(c.QuotaDefaults)
 	}
 	c.Settings = settings
 	if c.ReconcileInterval == 0 {

@@ -123,6 +123,9 @@ func (n *Node) applyLocalValue(ctx context.Context, cmd fsm.Command) (uint64, an
 	if ra, ok := cmd.(*fsm.RequestServerAction); ok && n.CommandKnown(fsm.CmdRequestServerActionWithID) {
 		cmd = &fsm.RequestServerActionWithID{RequestServerAction: *ra}
 	}
+	if err := checkQuotaCommand(cmd, n.CommandKnown); err != nil {
+		return 0, nil, err
+	}
 	if !fsm.Decides(cmd) {
 		return n.commit(ctx, cmd)
 	}

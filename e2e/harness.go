@@ -201,7 +201,10 @@ func (a *Agent) Start() {
 	p.Args = append([]string{"agent", "--name", a.Name, "--data-dir", a.DataDir, "--bind", a.IP,
 		"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
 		"--gossip-port", strconv.Itoa(a.GossipPort), "--log-format", "json"}, a.Args...)
-	p.Env = append([]string{"CORRAL_ADMIN_TOKEN=" + a.c.Token, "CORRAL_AUTH_PEER_TOKEN=" + a.c.PeerToken}, a.Env...)
+	// The suites boot more servers in the admin's project than Nova's
+	// default [quota] allows; a test of quotas sets its own (a.Env).
+	p.Env = append([]string{"CORRAL_ADMIN_TOKEN=" + a.c.Token, "CORRAL_AUTH_PEER_TOKEN=" + a.c.PeerToken,
+		"CORRAL_QUOTA_INSTANCES=-1", "CORRAL_QUOTA_CORES=-1", "CORRAL_QUOTA_RAM=-1"}, a.Env...)
 	if err := p.Start(); err != nil {
 		a.c.t.Fatal(err)
 	}

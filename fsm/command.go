@@ -50,6 +50,11 @@ const (
 	CmdReserveNodeAndTask CommandType = 33
 	// 34..39: batching and mass provisioning.
 	CmdRequestServerActionWithID CommandType = 40
+	// 41..45: server surfaces; 46..50: other resources.
+	// 51..55: quotas (quota.go); 54 and 55 are kept for them.
+	CmdSetQuotaDefaults CommandType = 51
+	CmdUpdateQuotas     CommandType = 52
+	CmdDeleteQuotas     CommandType = 53
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

@@ -26,8 +26,8 @@
 // Adding a command takes one call to register in an init function of the
 // file that owns the entity, next to the command's type and apply function;
 // the Store's reads of an entity live in that file too (host.go, flavor.go,
-// server.go, node.go, reservation.go, keypair.go, providers.go), and the
-// package's sentinel errors in errors.go.
+// server.go, node.go, reservation.go, keypair.go, providers.go, quota.go),
+// and the package's sentinel errors in errors.go.
 //
 // # Determinism
 //

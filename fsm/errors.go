@@ -24,3 +24,8 @@ var ErrFenced = fmt.Errorf("%w: stale owner epoch", ErrConflict)
 // because an entry committed in between (a node sync, a host going down)
 // took what it chose. The leader decides again; it never reaches a user.
 var ErrStaleDecision = fmt.Errorf("%w: the leader's decision is stale", ErrConflict)
+
+// ErrQuotaExceeded is returned by Apply when a create would take a
+// project or user over one of its quotas (quota_check.go); the message is
+// Nova's, and the API answers 403 with it. It is a kind of ErrConflict.
+var ErrQuotaExceeded = fmt.Errorf("%w: quota exceeded", ErrConflict)

@@ -105,6 +105,9 @@ func sampleCommands() []Command {
 			{ID: "s3", Name: "web-3", FlavorID: "f1", ImageRef: "img-1", NoValidHost: "No valid host was found."}}},
 		&ReserveNodeAndTask{ReserveNode: ReserveNode{Meta: m, ServerID: "s1", Host: "node-1", Epoch: 1, NodeUUID: "n1",
 			AllocationUUID: "a1"}, TaskState: TaskSpawning},
+		&SetQuotaDefaults{Meta: m, Limits: QuotaLimits{QuotaInstances: 10, QuotaCores: -1}},
+		&UpdateQuotas{Meta: m, ProjectID: "p1", UserID: "u1", Limits: QuotaLimits{QuotaRAM: 2048}, Force: true},
+		&DeleteQuotas{Meta: m, ProjectID: "p1", UserID: "u1"},
 	}
 }
 

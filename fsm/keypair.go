@@ -39,6 +39,9 @@ const (
 type CreateKeyPair struct {
 	Meta
 	KeyPair KeyPair `json:"keypair"`
+	// ProjectID is the caller's project (empty: DefaultProject), whose
+	// key_pairs quota bounds the user's key pairs.
+	ProjectID string `json:"project_id,omitempty"`
 }
 
 // Type implements Command.
@@ -98,6 +101,10 @@ func applyCreateKeyPair(st *state, c *CreateKeyPair) (any, error) {
 	case k.PublicKey == "" || len(k.PublicKey) > MaxPublicKeyLen || k.Fingerprint == "":
 		return nil, fmt.Errorf("%w: Keypair data is invalid: a public key (at most %d bytes) and its fingerprint are required", ErrInvalid, MaxPublicKeyLen)
 	}
+	// The quota first, as Nova checks it before it stores the pair.
+	if err := st.checkKeyPairQuota(orAdmin(c.ProjectID), k.UserID); err != nil { // quota_check.go
+		return nil, err
+	}
 	key := keyPairKey(k.UserID, k.Name)
 	if _, dup := st.keypairs[key]; dup {
 		return nil, fmt.Errorf("%w: Key pair '%s' already exists.", ErrConflict, k.Name)
@@ -105,6 +112,7 @@ func applyCreateKeyPair(st *state, c *CreateKeyPair) (any, error) {
 	k.ID = st.index
 	k.CreatedAt = c.At.UTC()
 	st.keypairs[key] = k
+	st.usage.countKeyPair(k.UserID, 1)
 	return k, nil
 }
 
@@ -114,6 +122,7 @@ func applyDeleteKeyPair(st *state, c *DeleteKeyPair) (any, error) {
 		return nil, errKeyPairNotFound(c.UserID, c.Name)
 	}
 	delete(st.keypairs, key)
+	st.usage.countKeyPair(c.UserID, -1)
 	return nil, nil
 }
 
@@ -167,6 +176,7 @@ func loadKeyPairRecord(st *state, body []byte) error {
 		return fmt.Errorf("key pair %q of user %q appears twice", k.Name, k.UserID)
 	}
 	st.keypairs[key] = k
+	st.usage.countKeyPair(k.UserID, 1)
 	return nil
 }
 

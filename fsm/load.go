@@ -2,7 +2,8 @@ package fsm
 
 import "maps"
 
-// Per-host server counts. The leader reads the load of every host at every
+// Per-host server counts (and the quota usage of projects and users,
+// quota_check.go, kept the same way). The leader reads the load of every host at every
 // placement decision (hostLoad), so the state keeps the counts instead of
 // walking the servers: every change to st.servers goes through putServer
 // or removeServer, which move a server's count from its old (host, live)
@@ -39,6 +40,7 @@ func (st *state) count(s Server) {
 	if actionNeedsFormat3(&s) {
 		st.format3++
 	}
+	st.usage.countServer(&s, 1)
 }
 
 func (st *state) uncount(s Server) {
@@ -50,6 +52,7 @@ func (st *state) uncount(s Server) {
 	if actionNeedsFormat3(&s) {
 		st.format3--
 	}
+	st.usage.countServer(&s, -1)
 }
 
 // hostLoad returns the number of live servers of every host (hosts

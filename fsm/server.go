@@ -275,6 +275,9 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := st.checkCreateQuota(c, f); err != nil { // quota_check.go
+		return nil, err
+	}
 	at := c.At.UTC()
 	s := Server{ID: c.ID, Name: c.Name, Flavor: cloneFlavor(f), ImageRef: c.ImageRef,
 		Networks: slices.Clone(c.Networks), Metadata: maps.Clone(c.Metadata), RequestID: c.RequestID,

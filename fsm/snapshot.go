@@ -61,7 +61,13 @@ const (
 	RecordPlacement RecordType = 5 // version 1: one per JSON line of placement.Store.WriteTo; version 2: one per placement.Store.EncodeRecords record
 	RecordKeyPair   RecordType = 6
 	RecordSettings  RecordType = 7 // cluster-wide switches (format version 2 on)
-	// 8..31 reserved.
+	// 8..11 reserved.
+	// RecordQuota is one layer's quota limits (quota.go): [quota]'s, a
+	// class's, a project's or a user's. Written only when some limit is
+	// set, which only commands every live peer knows can do: a snapshot
+	// without quotas stays readable by peers that know no quotas.
+	RecordQuota RecordType = 12
+	// 13..31 reserved.
 )
 
 // Ignorable reports whether t carries IgnoreUnknownFlag.

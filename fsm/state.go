@@ -22,6 +22,7 @@ type state struct {
 	nodes        map[string]Node    // Ironic node mirror, by UUID
 	placement    *placement.Store   // resource providers, inventories, allocations
 	keypairs     map[string]KeyPair // by user id and name (keyPairKey)
+	quotas       quotaState         // limits of every layer (quota.go)
 	// legacyInventory: node providers also report VCPU, MEMORY_MB and
 	// DISK_GB ([workarounds] report_ironic_standard_resource_class_inventory).
 	legacyInventory bool
@@ -31,6 +32,10 @@ type state struct {
 	// hostServers counts the live servers of every host (index, kept by
 	// putServer and removeServer, rebuilt on restore; see load.go).
 	hostServers map[string]int
+	// usage counts what every project and user holds against its quotas
+	// (index, kept by putServer, removeServer and the key pair commands,
+	// rebuilt on restore; see quota_check.go).
+	usage quotaUsage
 	// conflicted holds every mirrored node with an inventory conflict, and
 	// possibly nodes whose conflict cleared since the last node sync
 	// (index, kept by applySyncNodes, rebuilt on restore; see node.go).
@@ -68,7 +73,9 @@ func newState() *state {
 		nodes:        map[string]Node{},
 		placement:    placement.New(),
 		keypairs:     map[string]KeyPair{},
+		quotas:       newQuotaState(),
 		hostServers:  map[string]int{},
+		usage:        newQuotaUsage(),
 		conflicted:   map[string]struct{}{},
 	}
 }
@@ -85,6 +92,7 @@ func (st *state) clone() *state {
 	c.hosts = maps.Clone(st.hosts) // Host holds no references
 	c.flavorNames = maps.Clone(st.flavorNames)
 	c.keypairs = maps.Clone(st.keypairs) // KeyPair holds no references
+	c.quotas = st.quotas.clone()
 	c.legacyInventory = st.legacyInventory
 	for id, f := range st.flavors {
 		c.flavors[id] = cloneFlavor(f)

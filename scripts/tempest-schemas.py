@@ -83,6 +83,14 @@ FILES = {
         "client": ("limits_client", "LimitsClient"),
         "versioned": ["get_limit"],
     },
+    "quotas": {
+        "client": ("quotas_client", "QuotasClient"),
+        "versioned": ["get_quota_set", "get_quota_set_details", "update_quota_set", "delete_quota"],
+    },
+    "quota_classes": {
+        "client": ("quota_classes_client", "QuotaClassesClient"),
+        "versioned": ["get_quota_class_set", "update_quota_class_set"],
+    },
     "availability_zones": {
         "fixed": {
             "list_availability_zone_list": "v2_1.availability_zone",

@@ -36,7 +36,7 @@ func Classify(err error) (int, string) {
 		return http.StatusBadRequest, wire.KindInvalid
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, wire.KindUnauthorized
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, ErrForbidden), errors.Is(err, fsm.ErrQuotaExceeded):
 		return http.StatusForbidden, wire.KindForbidden
 	case errors.Is(err, ErrAuthUnavailable):
 		return http.StatusServiceUnavailable, wire.KindAuthUnavailable

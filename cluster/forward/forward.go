@@ -43,6 +43,7 @@ const (
 	kindNotFound  = "not_found"
 	kindConflict  = "conflict"
 	kindFenced    = "fenced"
+	kindQuota     = "quota_exceeded"
 	kindInvalid   = "invalid"
 	kindNotLeader = "not_leader"
 	kindNoLeader  = "no_leader"
@@ -58,6 +59,7 @@ var kinds = []struct {
 }{
 	{kindNotFound, fsm.ErrNotFound, http.StatusNotFound},
 	{kindFenced, fsm.ErrFenced, http.StatusConflict},
+	{kindQuota, fsm.ErrQuotaExceeded, http.StatusForbidden},
 	{kindConflict, fsm.ErrConflict, http.StatusConflict},
 	{kindInvalid, fsm.ErrInvalid, http.StatusBadRequest},
 	{kindNotLeader, ErrNotLeader, http.StatusServiceUnavailable},

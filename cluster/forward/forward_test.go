@@ -97,6 +97,7 @@ func TestErrorsKeepTheirKind(t *testing.T) {
 		{"conflict", fmt.Errorf("%w: flavor exists", fsm.ErrConflict), []error{fsm.ErrConflict}, []error{fsm.ErrFenced}, "conflict: flavor exists"},
 		{"fenced", fmt.Errorf("%w: moved to p2", fsm.ErrFenced), []error{fsm.ErrFenced, fsm.ErrConflict}, nil, "moved to p2"},
 		{"stale decision", fmt.Errorf("%w: retry", fsm.ErrStaleDecision), []error{fsm.ErrConflict}, []error{fsm.ErrFenced}, "retry"},
+		{"quota exceeded", fmt.Errorf("%w: 10 of 10 instances", fsm.ErrQuotaExceeded), []error{fsm.ErrQuotaExceeded, fsm.ErrConflict}, []error{fsm.ErrFenced}, "10 of 10 instances"},
 		{"invalid", fmt.Errorf("%w: bad", fsm.ErrInvalid), []error{fsm.ErrInvalid}, nil, "invalid: bad"},
 		{"not leader", forward.ErrNotLeader, []error{forward.ErrNotLeader}, []error{forward.ErrNoLeader}, ""},
 		{"no leader", fmt.Errorf("%w: term 3", forward.ErrNoLeader), []error{forward.ErrNoLeader}, nil, ""},

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -80,6 +81,8 @@ type agentConfig struct {
 	MetricsRequireAuth bool
 	// DeadServerCleanupAfter is [raft] dead_server_cleanup_after (negative: off).
 	DeadServerCleanupAfter time.Duration
+	// Quota is [quota] (config_quota.go): every resource's default limit.
+	Quota fsm.QuotaLimits
 }
 
 // hypervisorConfig is the [hypervisor] section (hosts of kind hypervisor).
@@ -135,6 +138,7 @@ func defaultAgentConfig() agentConfig {
 		Failover:               failoverConfig{DownGrace: 1500 * time.Millisecond, RefusedGrace: cluster.DefaultRefusedGrace, UpGrace: time.Second, FreezeFraction: 0.5},
 		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,
 			RAMAllocationRatio: 1.5, DiskAllocationRatio: 1},
+		Quota: fsm.NovaQuotaDefaults(),
 	}
 }
 
@@ -472,5 +476,6 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		Settings:               map[string]string{mirror.SettingLegacyInventory: strconv.FormatBool(c.LegacyInventory)},
 		PeerPaths:              api.PeerPaths(),
 		Version:                currentBuild().Version,
+		QuotaDefaults:          maps.Clone(c.Quota),
 	}
 }

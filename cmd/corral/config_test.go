@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/auth/keystone"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/tlsutil"
+	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
 )
 
@@ -468,6 +469,18 @@ disk_gb = 900
 cpu_allocation_ratio = 8
 ram_allocation_ratio = 1.2
 disk_allocation_ratio = 1.1
+
+[quota]
+instances = 40
+cores = 80
+ram = -1
+metadata_items = 64
+injected_files = 0
+injected_file_content_bytes = 4096
+injected_file_path_length = 128
+key_pairs = 20
+server_groups = 4
+server_group_members = 8
 `
 
 func TestConfigOrphanGraceOff(t *testing.T) {
@@ -521,6 +534,9 @@ func TestConfigFullExample(t *testing.T) {
 		Limits:                 core.Limits{MaxBodyBytes: 2 << 20, WriteRate: 5, WriteBurst: 10},
 		MetricsRequireAuth:     true,
 		DeadServerCleanupAfter: 90 * time.Second,
+		Quota: quotaWith(fsm.QuotaInstances, 40, fsm.QuotaCores, 80, fsm.QuotaRAM, -1, fsm.QuotaMetadataItems, 64,
+			fsm.QuotaInjectedFiles, 0, fsm.QuotaInjectedFileContentBytes, 4096, fsm.QuotaInjectedFilePathBytes, 128,
+			fsm.QuotaKeyPairs, 20, fsm.QuotaServerGroups, 4, fsm.QuotaServerGroupMembers, 8),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("full example:\n got %+v\nwant %+v", c, want)

@@ -43,7 +43,9 @@ func New(bin, dir, logDir, token, ironicURL, baseIP string, n int, asUsers bool)
 		return nil, err
 	}
 	c := &Cluster{Bin: bin, Dir: dir, LogDir: logDir, Token: token, PeerToken: peerToken, IronicURL: ironicURL,
-		Env: []string{"CORRAL_ADMIN_TOKEN=" + token, "CORRAL_AUTH_PEER_TOKEN=" + peerToken, "CORRAL_IRONIC_SYNC_INTERVAL=1s"}}
+		Env: []string{"CORRAL_ADMIN_TOKEN=" + token, "CORRAL_AUTH_PEER_TOKEN=" + peerToken, "CORRAL_IRONIC_SYNC_INTERVAL=1s",
+			// Mass boots go past Nova's default [quota] of one project.
+			"CORRAL_QUOTA_INSTANCES=-1", "CORRAL_QUOTA_CORES=-1", "CORRAL_QUOTA_RAM=-1"}}
 	for i := 0; i < n; i++ {
 		aip, err := proc.Loopback(baseIP, i)
 		if err != nil {
