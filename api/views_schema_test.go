@@ -169,6 +169,9 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 		w.hypervisors()
 		w.services()
 		w.limitsAndZones()
+		w.hypervisorRoutes()
+		w.extensions()
+		w.usages()
 	}
 	checkVersionDocuments(t, e, schemas)
 	for name := range schemas.ranges {

@@ -68,7 +68,19 @@ FILES = {
         "client": ("hypervisor_client", "HypervisorClient"),
         # Not get_hypervisor_uptime: Nova's Ironic driver cannot tell an
         # uptime and answers 501, as corral does.
-        "versioned": ["list_search_hypervisors", "list_hypervisors_detail", "get_hypervisor"],
+        "versioned": ["list_search_hypervisors", "list_hypervisors_detail", "get_hypervisor",
+                      "get_hypervisors_servers", "get_hypervisor_statistics"],
+    },
+    "tenant_usages": {
+        "fixed": {
+            "list_tenant_usage": "v2_1.tenant_usages",
+            "get_tenant_usage": "v2_1.tenant_usages",
+        },
+    },
+    "extensions": {
+        "fixed": {
+            "list_extensions": "v2_1.extensions",
+        },
     },
     "services": {
         "client": ("services_client", "ServicesClient"),
