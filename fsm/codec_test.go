@@ -84,7 +84,7 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers,
 		CmdUpdateFlavor, CmdSetFlavorAccess, CmdCreateKeyPair, CmdDeleteKeyPair,
 		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdStartServerAction, CmdCreateServers, CmdReserveNodeAndTask,
-		CmdRequestServerActionWithID}
+		CmdRequestServerActionWithID, CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

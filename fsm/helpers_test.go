@@ -105,6 +105,10 @@ func sampleCommands() []Command {
 			{ID: "s3", Name: "web-3", FlavorID: "f1", ImageRef: "img-1", NoValidHost: "No valid host was found."}}},
 		&ReserveNodeAndTask{ReserveNode: ReserveNode{Meta: m, ServerID: "s1", Host: "node-1", Epoch: 1, NodeUUID: "n1",
 			AllocationUUID: "a1"}, TaskState: TaskSpawning},
+		&EnableFeature{Meta: m, Name: FeatureServerGroups},
+		&CreateServerGroup{Meta: m, Group: ServerGroup{ID: "g1", Name: "web", Policy: "anti-affinity", ProjectID: "p1",
+			UserID: "u1", MaxServerPerHost: 2}},
+		&DeleteServerGroup{Meta: m, ID: "g1"},
 	}
 }
 

@@ -22,6 +22,15 @@ type state struct {
 	nodes        map[string]Node    // Ironic node mirror, by UUID
 	placement    *placement.Store   // resource providers, inventories, allocations
 	keypairs     map[string]KeyPair // by user id and name (keyPairKey)
+	// features are the features enabled (feature.go); nil: none.
+	features map[string]bool
+	// actions are each server's instance actions, oldest first
+	// (history.go); a slice is replaced, never changed in place.
+	actions map[string][]InstanceAction
+	// groups are the server groups by id; groupOf the group of each
+	// member (index, rebuilt on restore; server_group.go).
+	groups  map[string]ServerGroup
+	groupOf map[string]string
 	// legacyInventory: node providers also report VCPU, MEMORY_MB and
 	// DISK_GB ([workarounds] report_ironic_standard_resource_class_inventory).
 	legacyInventory bool
@@ -56,6 +65,10 @@ type state struct {
 	// index is the log index of the entry being applied (not part of
 	// snapshots): Apply records it where state remembers "when".
 	index uint64
+	// applying is the command being applied (nil outside Store.Apply: a
+	// restore, a decision): putServer notes in the history what it
+	// changed of a server.
+	applying Command
 }
 
 func newState() *state {
@@ -68,6 +81,9 @@ func newState() *state {
 		nodes:        map[string]Node{},
 		placement:    placement.New(),
 		keypairs:     map[string]KeyPair{},
+		actions:      map[string][]InstanceAction{},
+		groups:       map[string]ServerGroup{},
+		groupOf:      map[string]string{},
 		hostServers:  map[string]int{},
 		conflicted:   map[string]struct{}{},
 	}
@@ -85,6 +101,12 @@ func (st *state) clone() *state {
 	c.hosts = maps.Clone(st.hosts) // Host holds no references
 	c.flavorNames = maps.Clone(st.flavorNames)
 	c.keypairs = maps.Clone(st.keypairs) // KeyPair holds no references
+	c.features = maps.Clone(st.features)
+	c.actions = maps.Clone(st.actions) // the slices are never changed in place
+	for id, g := range st.groups {
+		c.groups[id] = cloneGroup(g)
+	}
+	c.groupOf = maps.Clone(st.groupOf)
 	c.legacyInventory = st.legacyInventory
 	for id, f := range st.flavors {
 		c.flavors[id] = cloneFlavor(f)
