@@ -78,6 +78,11 @@ func newEnv(t *testing.T) *env {
 		if hst.Status != fsm.HostUp {
 			return fmt.Errorf("host %s is %s", hst.Name, hst.Status)
 		}
+		for name := range fsm.FeatureCommands {
+			if !p.Node.Store().FeatureEnabled(name) {
+				return fmt.Errorf("feature %s is off", name)
+			}
+		}
 		return nil
 	})
 	return e

@@ -119,6 +119,13 @@ func (s *Server) routeTable() []route {
 		{del, nova + "/servers/:id", n.DeleteServer, projectMembers, nil},
 		// Server actions, carried out by the owner host.
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
+		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},
+		{get, nova + "/servers/:id/os-instance-actions/:request_id", n.GetInstanceAction, projectReaders, nil},
+		// Server groups, per project.
+		{get, nova + "/os-server-groups", n.ListServerGroups, projectReaders, nil},
+		{post, nova + "/os-server-groups", n.CreateServerGroup, projectMembers, nil},
+		{get, nova + "/os-server-groups/:id", n.GetServerGroup, projectReaders, nil},
+		{del, nova + "/os-server-groups/:id", n.DeleteServerGroup, projectMembers, nil},
 
 		// Key pairs, per user; limits and zones, as the openstack CLI asks for them.
 		{get, nova + "/os-keypairs", n.ListKeyPairs, projectReaders, nil},

@@ -63,3 +63,55 @@ func (w *viewWalk) usages() {
 		w.each("server_usage", "server", sb["tenant_usage"].(map[string]any)["server_usages"])
 	}
 }
+
+func (w *viewWalk) serverGroups() {
+	body := `{"server_group": {"name": "walk", "policies": ["anti-affinity"]}}`
+	if w.at(64) {
+		body = `{"server_group": {"name": "walk", "policy": "anti-affinity", "rules": {"max_server_per_host": 2}}}`
+	}
+	r, b := w.call(http.MethodPost, "/os-server-groups", body, "server_groups/create_show_server_group")
+	g, _ := b["server_group"].(map[string]any)
+	if g == nil {
+		w.t.Errorf("create server group at %s: %s", w.mv, r)
+		return
+	}
+	w.fields("server_group", "show", g)
+	id := g["id"].(string)
+	_, b = w.call(http.MethodGet, "/os-server-groups/"+id, "", "server_groups/create_show_server_group")
+	w.fields("server_group", "show", b["server_group"])
+	_, b = w.call(http.MethodGet, "/os-server-groups", "", "server_groups/list_server_groups")
+	w.each("server_group", "show", b["server_groups"])
+	w.call(http.MethodDelete, "/os-server-groups/"+id, "", "server_groups/delete_server_group")
+}
+
+// instanceActions walks the actions of the adopted server (created,
+// locked) and of the broken one (its build failed: an event in error).
+func (w *viewWalk) instanceActions(broken string) {
+	// Tempest holds the list to 2.1's schema at every microversion; Nova
+	// adds updated_at at 2.58.
+	list := ""
+	if !w.at(58) {
+		list = "servers/list_instance_actions"
+	}
+	// Tempest's 2.45 schemas have no show_instance_action (its client
+	// would fail there): from 2.45 to 2.46 the fields alone are held.
+	show := "servers/show_instance_action"
+	if w.at(45) && !w.at(47) {
+		show = ""
+	}
+	for _, id := range []string{adoptedID, broken} {
+		_, b := w.call(http.MethodGet, "/servers/"+id+"/os-instance-actions", "", list)
+		w.each("instance_action", "list", b["instanceActions"])
+		items, _ := b["instanceActions"].([]any)
+		for _, it := range items {
+			rid := it.(map[string]any)["request_id"].(string)
+			_, sb := w.call(http.MethodGet, "/servers/"+id+"/os-instance-actions/"+url.PathEscape(rid), "", show)
+			a, _ := sb["instanceAction"].(map[string]any)
+			w.fields("instance_action", "show", a)
+			events, _ := a["events"].([]any)
+			for _, e := range events {
+				w.fields("instance_action_event", "show", e)
+			}
+		}
+	}
+}

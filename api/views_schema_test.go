@@ -172,6 +172,8 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 		w.hypervisorRoutes()
 		w.extensions()
 		w.usages()
+		w.serverGroups()
+		w.instanceActions(broken)
 	}
 	checkVersionDocuments(t, e, schemas)
 	for name := range schemas.ranges {

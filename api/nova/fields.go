@@ -125,6 +125,7 @@ func tables() []tableSpecs {
 		specsOf(serverTable), specsOf(flavorTable), specsOf(keyPairTable),
 		specsOf(hypervisorTable), specsOf(serviceTable), specsOf(limitsTable),
 		specsOf(hypervisorStatsTable), specsOf(extensionTable), specsOf(serverUsageTable), specsOf(tenantUsageTable),
+		specsOf(serverGroupTable), specsOf(instanceActionTable), specsOf(actionEventTable),
 	}
 }
 
