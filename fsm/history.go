@@ -15,17 +15,19 @@ import (
 //
 // Apply keeps it from the changes of the server itself (putServer
 // compares the server before and after every entry), so every command
-// that creates, deletes, acts on, locks, renames or moves a server leaves
+// that creates, deletes, acts on, locks or moves a server leaves
 // its trace, whichever command type it is and on every peer alike:
 //
 //   - create: when the server is recorded; its event finishes when the
-//     build ends (ACTIVE: Success; ERROR, scheduling refused included:
-//     Error, with the fault as traceback);
+//     build ends (ACTIVE: Success; ERROR: Error, with the fault as
+//     traceback); a server no host could take has the conductor's event
+//     instead, in Error, as in Nova;
 //   - delete: when the delete is requested (or done, for a server never
 //     scheduled); its event finishes when the server is DELETED;
 //   - stop, start, reboot (soft and hard), rebuild: when the action is
 //     requested; its event finishes with the owner's outcome;
-//   - lock, unlock, rename: when done (no event, as in Nova);
+//   - lock, unlock: when done (no event, as in Nova; a rename is no
+//     action in Nova, nor here);
 //   - failover: every change of owner (a dead or drained host's plan, an
 //     operator's move), which Nova has no action for: an action of its
 //     own, its message the reason ("host down: from peer3 at epoch 1"),
@@ -46,7 +48,6 @@ const (
 	ActionDelete   = "delete"
 	ActionLock     = "lock"
 	ActionUnlock   = "unlock"
-	ActionRename   = "rename"
 	ActionFailover = "failover"
 
 	EventResultSuccess = "Success"
@@ -86,6 +87,10 @@ var eventOf = map[string]string{
 	ActionFailover: "corral_reassign_owner",
 }
 
+// eventNoHost is the create's event of a server no host could take:
+// Nova's conductor fails it before any compute host is involved.
+const eventNoHost = "conductor_schedule_and_build_instances"
+
 // actionName is the instance action of a server action's kind (Nova has
 // one reboot action, soft or hard).
 func actionName(kind string) string {
@@ -115,6 +120,9 @@ func (st *state) noteServer(old Server, had bool, s Server) {
 	}
 	if !had {
 		a := started(ActionCreate)
+		if s.Status == StatusError && s.Host == "" {
+			a.Events[0].Event = eventNoHost
+		}
 		if s.RequestID != "" {
 			a.RequestID = s.RequestID
 		}
@@ -161,9 +169,6 @@ func (st *state) noteServer(old Server, had bool, s Server) {
 			name = ActionLock
 		}
 		st.addAction(s.ID, newAction(name))
-	}
-	if old.Name != s.Name && !requested { // a rebuild's new name is the rebuild's
-		st.addAction(s.ID, newAction(ActionRename))
 	}
 }
 

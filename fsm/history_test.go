@@ -80,7 +80,7 @@ func TestHistoryOfAServer(t *testing.T) {
 
 	acts := a.s.InstanceActions(s.ID)
 	want := fmt.Sprintf("create[compute__do_build_and_run_instance Success %[1]s] stop[compute_stop_instance Success %[1]s] "+
-		"start[compute_start_instance Error %[1]s] rename lock unlock failover[corral_reassign_owner Success %[2]s] "+
+		"start[compute_start_instance Error %[1]s] lock unlock failover[corral_reassign_owner Success %[2]s] "+
 		"delete[compute_terminate_instance Success %[2]s]", s.Host, moved.Host)
 	if got := actionNames(acts); got != want {
 		t.Fatalf("history:\n got %s\nwant %s", got, want)
@@ -93,10 +93,10 @@ func TestHistoryOfAServer(t *testing.T) {
 	if acts[2].Message != EventResultError || acts[2].Events[0].Traceback != "power on failed" || !acts[2].UpdatedAt.Equal(t0.Add(16e9)) {
 		t.Errorf("failed start: %+v", acts[2])
 	}
-	if f := acts[6]; !strings.HasPrefix(f.Message, "host down: from "+s.Host) || !strings.HasPrefix(f.RequestID, "req-") {
+	if f := acts[5]; !strings.HasPrefix(f.Message, "host down: from "+s.Host) || !strings.HasPrefix(f.RequestID, "req-") {
 		t.Errorf("failover: %+v", f)
 	}
-	if d := acts[7]; d.RequestID != "req-delete" || !d.Events[0].FinishTime.Equal(t0.Add(24e9)) {
+	if d := acts[6]; d.RequestID != "req-delete" || !d.Events[0].FinishTime.Equal(t0.Add(24e9)) {
 		t.Errorf("delete: %+v", d)
 	}
 
@@ -119,7 +119,7 @@ func TestHistoryOfARefusedBuild(t *testing.T) {
 	a := serverFixture(t).withFeatures()
 	a.ok(&CreateServer{Meta: at(1), ID: "s1", Name: "x", FlavorID: "gold", ImageRef: "i", NoValidHost: "No valid host was found."})
 	acts := a.s.InstanceActions("s1")
-	if actionNames(acts) != "create[compute__do_build_and_run_instance Error ]" || acts[0].Events[0].Traceback != "No valid host was found." {
+	if actionNames(acts) != "create[conductor_schedule_and_build_instances Error ]" || acts[0].Events[0].Traceback != "No valid host was found." {
 		t.Fatalf("refused build: %+v", acts)
 	}
 	a.ok(&DeleteServer{Meta: at(2), ID: "s1"}) // never scheduled: deleted at once
