@@ -30,6 +30,8 @@ func TestServerGroupCreateByMicroversion(t *testing.T) {
 		{"2.1", `{"server_group": {"name": "g", "policy": "affinity"}}`, "'policy' was unexpected"},
 		{"2.1", `{"server_group": {"name": " g", "policies": ["affinity"]}}`, "name"},
 		{"2.1", `{"server_group": {"policies": ["affinity"]}}`, "'name' is a required property"},
+		{"2.1", `{"server_group": {"name": "` + strings.Repeat("x", 256) + `", "policies": ["affinity"]}}`, "name"},
+		{"2.1", `{"server_group": {"name": "a\u0007b", "policies": ["affinity"]}}`, "name"},
 		{"2.64", `{"server_group": {"name": "g", "policies": ["affinity"]}}`, "'policies' was unexpected"},
 		{"2.64", `{"server_group": {"name": "g", "policy": "affinity", "rules": {"max_server_per_host": 2}}}`, "Only anti-affinity policy supports rules."},
 		{"2.64", `{"server_group": {"name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 0}}}`, "max_server_per_host"},
@@ -42,6 +44,10 @@ func TestServerGroupCreateByMicroversion(t *testing.T) {
 	}
 	if e.digest() != before {
 		t.Fatal("a refused create changed the state")
+	}
+	long := strings.Repeat("é", 255) // 255 characters, 510 bytes
+	if g := createGroup(t, e, memberA, "2.1", `{"server_group": {"name": "`+long+`", "policies": ["affinity"]}}`); g["name"] != long {
+		t.Errorf("long name: %v", g["name"])
 	}
 	g := createGroup(t, e, memberA, "2.1", `{"server_group": {"name": "web", "policies": ["anti-affinity"]}}`)
 	if get(t, g, "policies", 0) != "anti-affinity" || len(g["members"].([]any)) != 0 || g["metadata"] == nil || g["project_id"] != nil {
@@ -59,7 +65,7 @@ func TestServerGroupCreateByMicroversion(t *testing.T) {
 
 // A project sees its own groups; an admin every project's with
 // all_projects (a member asking for it is answered its own); another
-// project's group is refused by policy, an unknown one is a 404.
+// project's group is not found, as an unknown one.
 func TestServerGroupListShowDelete(t *testing.T) {
 	e := cliKeystoneEnv(t)
 	a := createGroup(t, e, memberA, "2.13", `{"server_group": {"name": "a", "policies": ["affinity"]}}`)["id"].(string)
@@ -83,11 +89,14 @@ func TestServerGroupListShowDelete(t *testing.T) {
 	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-server-groups?limit=x", memberA, "", nil); r.code != http.StatusBadRequest {
 		t.Errorf("bad limit: %s", r)
 	}
-	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-server-groups/"+a, memberB, "", nil); r.code != http.StatusForbidden {
+	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-server-groups/"+a, memberB, "", nil); r.code != http.StatusNotFound {
 		t.Errorf("demo-b shows demo-a's group: %s", r)
 	}
-	if r := do(t, e.ts, http.MethodDelete, computeBase+"/os-server-groups/"+a, memberB, "", nil); r.code != http.StatusForbidden {
+	if r := do(t, e.ts, http.MethodDelete, computeBase+"/os-server-groups/"+a, memberB, "", nil); r.code != http.StatusNotFound {
 		t.Errorf("demo-b deletes demo-a's group: %s", r)
+	}
+	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-server-groups/"+a, adminToken, "", nil); r.code != http.StatusOK {
+		t.Errorf("admin shows demo-a's group: %s", r)
 	}
 	if r := do(t, e.ts, http.MethodDelete, computeBase+"/os-server-groups/"+a, memberA, "", nil); r.code != http.StatusNoContent {
 		t.Fatalf("delete: %s", r)
@@ -100,7 +109,12 @@ func TestServerGroupListShowDelete(t *testing.T) {
 
 func bootInGroup(t *testing.T, e *keystoneEnv, group string) response {
 	t.Helper()
-	return do(t, e.ts, http.MethodPost, computeBase+"/servers", memberA,
+	return bootInGroupAs(t, e, memberA, group)
+}
+
+func bootInGroupAs(t *testing.T, e *keystoneEnv, token, group string) response {
+	t.Helper()
+	return do(t, e.ts, http.MethodPost, computeBase+"/servers", token,
 		`{"server": {"name": "g", "imageRef": "http://img/a", "flavorRef": "bm", "networks": "none"},
 		  "os:scheduler_hints": {"group": "`+group+`"}}`, nil)
 }
@@ -119,6 +133,9 @@ func TestServerGroupSchedulerHint(t *testing.T) {
 		if r := bootInGroup(t, e, g); r.code != http.StatusBadRequest {
 			t.Errorf("boot in group %s: %s, want 400", g, r)
 		}
+	}
+	if r := bootInGroupAs(t, e, memberB, anti); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "instance group "+anti) {
+		t.Errorf("demo-b boots in demo-a's group: %s, want 400", r)
 	}
 	if e.digest() != before {
 		t.Fatal("a refused boot changed the state")

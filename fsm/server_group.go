@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/corral-dev/corral/fsm/sched"
 )
@@ -85,7 +86,7 @@ func applyCreateServerGroup(st *state, c *CreateServerGroup) (any, error) {
 		return nil, errGroupsOff
 	case g.ID == "" || len(g.ID) > MaxFlavorIDLen:
 		return nil, fmt.Errorf("%w: a server group's id must be 1 to %d characters", ErrInvalid, MaxFlavorIDLen)
-	case g.Name == "" || len(g.Name) > maxGroupNameLen:
+	case g.Name == "" || utf8.RuneCountInString(g.Name) > maxGroupNameLen:
 		return nil, fmt.Errorf("%w: a server group's name must be 1 to %d characters", ErrInvalid, maxGroupNameLen)
 	case !ValidPolicy(g.Policy):
 		return nil, fmt.Errorf("%w: server group policy %q is unknown", ErrInvalid, g.Policy)

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/sched"
 )
@@ -262,16 +263,12 @@ func offsetPage(off, lim string) (offset, limit int, err error) {
 }
 
 // visibleGroup is a server group the caller may read or delete: its
-// project's, any for an admin; another project's is refused by policy,
-// as Nova's default policy (project reader or member, on the group's
-// project) refuses it.
-func (h *Handlers) visibleGroup(c echo.Context, id, rule string) (fsm.ServerGroup, error) {
+// project's, any for an admin; another project's is not found, as Nova's
+// instance group query keeps a non-admin to its project.
+func (h *Handlers) visibleGroup(c echo.Context, id string) (fsm.ServerGroup, error) {
 	g, err := h.st.Store().ServerGroup(id)
-	if err != nil {
-		return g, echo.NewHTTPError(http.StatusNotFound, "Instance group "+id+" could not be found.")
-	}
-	if !core.CallerOf(c).SeesEveryProject() && g.ProjectID != core.CallerProject(c) {
-		return g, fmt.Errorf("%w: Policy doesn't allow os_compute_api:os-server-groups:%s to be performed.", core.ErrForbidden, rule)
+	if err != nil || !core.CallerOf(c).SeesEveryProject() && g.ProjectID != core.CallerProject(c) {
+		return fsm.ServerGroup{}, echo.NewHTTPError(http.StatusNotFound, "Instance group "+id+" could not be found.")
 	}
 	return g, nil
 }
@@ -281,7 +278,7 @@ func (h *Handlers) GetServerGroup(c echo.Context) error {
 	if err := h.st.ReadBarrier(c); err != nil {
 		return err
 	}
-	g, err := h.visibleGroup(c, c.Param("id"), "show")
+	g, err := h.visibleGroup(c, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -293,7 +290,7 @@ func (h *Handlers) DeleteServerGroup(c echo.Context) error {
 	if err := h.st.ReadBarrier(c); err != nil {
 		return err
 	}
-	if _, err := h.visibleGroup(c, c.Param("id"), "delete"); err != nil {
+	if _, err := h.visibleGroup(c, c.Param("id")); err != nil {
 		return err
 	}
 	if err := h.st.Propose(c, &fsm.DeleteServerGroup{ID: c.Param("id")}); err != nil {
@@ -305,8 +302,25 @@ func (h *Handlers) DeleteServerGroup(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// schedulerGroup is the group of a boot's scheduler hints ("" for none):
-// a server group's uuid, as Nova's schema has it.
+// bootGroup is the group of a boot's scheduler hints ("" for none): a
+// server group's uuid, as Nova's schema has it, of the caller's project
+// unless the caller is an admin (Apply checks that it exists).
+func (h *Handlers) bootGroup(c echo.Context, hints map[string]any) (string, error) {
+	id, err := schedulerGroup(hints)
+	if err != nil || id == "" || core.CallerOf(c).SeesEveryProject() {
+		return id, err
+	}
+	// This replica may not have applied a group created elsewhere yet.
+	if err := h.st.Cluster.ReadBarrier(c.Request().Context(), cluster.Default); err != nil {
+		return "", err
+	}
+	if _, err := h.visibleGroup(c, id); err != nil {
+		return "", core.BadRequest("Invalid input: instance group %s could not be found.", id)
+	}
+	return id, nil
+}
+
+// schedulerGroup reads the group of a boot's scheduler hints.
 func schedulerGroup(hints map[string]any) (string, error) {
 	v, ok := hints["group"]
 	if !ok {

@@ -65,7 +65,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	group, err := schedulerGroup(body.SchedulerHints) // server_groups.go
+	group, err := h.bootGroup(c, body.SchedulerHints) // server_groups.go
 	if err != nil {
 		return err
 	}
