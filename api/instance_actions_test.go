@@ -197,3 +197,24 @@ func TestInstanceActionsPaging(t *testing.T) {
 		t.Errorf("limit at 2.57: %d actions, want 3", n)
 	}
 }
+
+// A change of owner is an action of its own, which Nova has no name for:
+// "failover", its message the reason, its one event on the new owner.
+func TestInstanceActionOfAFailover(t *testing.T) {
+	e := bareMetalEnv(t, 1)
+	id, _ := bootActions(t, e, memberA)
+	s := activate(t, e, id)
+	e.propose(&fsm.RegisterHost{Name: "p2", RaftAddr: "127.0.0.98:1", APIAddr: "127.0.0.98:2", Kind: fsm.KindIronic})
+	e.propose(&fsm.ReassignServers{Reason: fsm.ReasonAdminMove, Moves: []fsm.Move{{ServerID: id, FromHost: s.Host, FromEpoch: s.Epoch, ToHost: "p2"}}})
+	r := do(t, e.ts, http.MethodGet, computeBase+"/servers/"+id+"/os-instance-actions", memberA, "", nil)
+	a := get(t, r.json(t), "instanceActions", 0).(map[string]any)
+	want := "moved by an operator: from " + s.Host + " at epoch "
+	if a["action"] != "failover" || !strings.HasPrefix(a["message"].(string), want) {
+		t.Fatalf("latest action %v, want a failover with message %q…", a, want)
+	}
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+id+"/os-instance-actions/"+a["request_id"].(string), adminToken, "", mv("2.62"))
+	ev := get(t, r.json(t), "instanceAction", "events", 0).(map[string]any)
+	if ev["event"] != "corral_reassign_owner" || ev["result"] != "Success" || ev["host"] != "p2" {
+		t.Fatalf("failover event %v", ev)
+	}
+}
