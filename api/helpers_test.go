@@ -70,6 +70,15 @@ func newEnv(t *testing.T) *env {
 	p := h.Leader(10 * time.Second)
 	e := &env{t: t, h: h, peer: p, ts: serve(t, p)}
 	e.waitReady()
+	waitSettled(t, p)
+	return e
+}
+
+// waitSettled waits until the peer has registered its own host and the
+// leader enabled the features: from then on only the test changes the
+// state.
+func waitSettled(t *testing.T, p *clustertest.Peer) {
+	t.Helper()
 	testkit.Eventually(t, 10*time.Second, func() error {
 		hst, err := p.Node.Store().Host(p.Name)
 		if err != nil {
@@ -78,9 +87,13 @@ func newEnv(t *testing.T) *env {
 		if hst.Status != fsm.HostUp {
 			return fmt.Errorf("host %s is %s", hst.Name, hst.Status)
 		}
+		for name := range fsm.FeatureCommands {
+			if !p.Node.Store().FeatureEnabled(name) {
+				return fmt.Errorf("feature %s is off", name)
+			}
+		}
 		return nil
 	})
-	return e
 }
 
 func (e *env) waitReady() {

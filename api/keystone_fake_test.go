@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +15,6 @@ import (
 	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/auth/keystone"
-	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/testkit"
 )
 
 // fakeKeystone answers the two calls of keystonemiddleware's protocol:
@@ -161,15 +158,6 @@ func newKeystoneEnv(t *testing.T, cacheTime time.Duration, with ...func(*api.Con
 	t.Cleanup(ts.Close)
 	e := &env{t: t, h: h, peer: p, ts: ts}
 	e.waitReady()
-	testkit.Eventually(t, 10*time.Second, func() error {
-		hst, err := p.Node.Store().Host(p.Name)
-		if err != nil {
-			return err
-		}
-		if hst.Status != fsm.HostUp {
-			return fmt.Errorf("host %s is %s", hst.Name, hst.Status)
-		}
-		return nil
-	})
+	waitSettled(t, p)
 	return &keystoneEnv{env: e, ks: ks}
 }

@@ -119,6 +119,13 @@ func (s *Server) routeTable() []route {
 		{del, nova + "/servers/:id", n.DeleteServer, projectMembers, nil},
 		// Server actions, carried out by the owner host.
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
+		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},
+		{get, nova + "/servers/:id/os-instance-actions/:request_id", n.GetInstanceAction, projectReaders, nil},
+		// Server groups, per project.
+		{get, nova + "/os-server-groups", n.ListServerGroups, projectReaders, nil},
+		{post, nova + "/os-server-groups", n.CreateServerGroup, projectMembers, nil},
+		{get, nova + "/os-server-groups/:id", n.GetServerGroup, projectReaders, nil},
+		{del, nova + "/os-server-groups/:id", n.DeleteServerGroup, projectMembers, nil},
 
 		// Key pairs, per user; limits and zones, as the openstack CLI asks for them.
 		{get, nova + "/os-keypairs", n.ListKeyPairs, projectReaders, nil},
@@ -142,9 +149,18 @@ func (s *Server) routeTable() []route {
 		{put, nova + "/os-services/:id", n.UpdateService, admins, nil},
 		{get, nova + "/os-hypervisors", n.ListHypervisors(false), admins, nil},
 		{get, nova + "/os-hypervisors/detail", n.ListHypervisors(true), admins, nil},
+		{get, nova + "/os-hypervisors/statistics", n.HypervisorStatistics, admins, nil},
 		{get, nova + "/os-hypervisors/:id", n.GetHypervisor, admins, nil},
 		{get, nova + "/os-hypervisors/:id/uptime", n.HypervisorUptime, admins, nil},
+		{get, nova + "/os-hypervisors/:id/search", n.SearchHypervisors, admins, nil},
+		{get, nova + "/os-hypervisors/:id/servers", n.HypervisorServers, admins, nil},
 		{get, nova + "/os-aggregates", n.ListAggregates, admins, nil},
+
+		// Extensions (the v2.1 list, of what corral implements) and usage.
+		{get, nova + "/extensions", n.ListExtensions, projectReaders, nil},
+		{get, nova + "/extensions/:alias", n.GetExtension, projectReaders, nil},
+		{get, nova + "/os-simple-tenant-usage", n.ListTenantUsages, admins, nil},
+		{get, nova + "/os-simple-tenant-usage/:tenant", n.GetTenantUsage, projectReaders, nil},
 
 		// Nova's baremetal extension, a read-only proxy to Ironic.
 		{get, nova + "/os-baremetal-nodes", n.Baremetal.List, admins, nil},

@@ -32,8 +32,8 @@ func TestRouteTableRoles(t *testing.T) {
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	// Once the peer has registered its own host, nothing but the test
-	// changes the state.
+	// Once the peer has registered its own host and the leader enabled
+	// the features, nothing but the test changes the state.
 	testkit.Eventually(t, 10*time.Second, func() error {
 		hst, err := p.Node.Store().Host(p.Name)
 		if err != nil {
@@ -41,6 +41,11 @@ func TestRouteTableRoles(t *testing.T) {
 		}
 		if hst.Status != fsm.HostUp {
 			return fmt.Errorf("host %s is %s", hst.Name, hst.Status)
+		}
+		for name := range fsm.FeatureCommands {
+			if !p.Node.Store().FeatureEnabled(name) {
+				return fmt.Errorf("feature %s is off", name)
+			}
 		}
 		return nil
 	})

@@ -170,6 +170,11 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 		w.services()
 		w.limitsAndZones()
 		w.quotas()
+		w.hypervisorRoutes()
+		w.extensions()
+		w.usages()
+		w.serverGroups()
+		w.instanceActions(broken)
 	}
 	checkVersionDocuments(t, e, schemas)
 	for name := range schemas.ranges {

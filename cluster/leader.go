@@ -155,6 +155,9 @@ func (n *Node) reconcile(ctx context.Context, fo *failover) error {
 	if err := n.reconcileQuotaDefaults(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if err := n.enableFeatures(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -84,7 +84,7 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers,
 		CmdUpdateFlavor, CmdSetFlavorAccess, CmdCreateKeyPair, CmdDeleteKeyPair,
 		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdStartServerAction, CmdCreateServers, CmdReserveNodeAndTask,
-		CmdRequestServerActionWithID, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas}
+		CmdRequestServerActionWithID, CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

@@ -50,7 +50,12 @@ const (
 	CmdReserveNodeAndTask CommandType = 33
 	// 34..39: batching and mass provisioning.
 	CmdRequestServerActionWithID CommandType = 40
-	// 41..45: server surfaces; 46..50: other resources.
+	// 41..45: server surfaces.
+	CmdEnableFeature     CommandType = 46
+	CmdCreateServerGroup CommandType = 47
+	CmdDeleteServerGroup CommandType = 48
+	// 49..50: reserved for the instance actions, server groups and
+	// usage of 46..48.
 	// 51..55: quotas (quota.go); 54 and 55 are kept for them.
 	CmdSetQuotaDefaults CommandType = 51
 	CmdUpdateQuotas     CommandType = 52

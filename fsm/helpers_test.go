@@ -108,6 +108,10 @@ func sampleCommands() []Command {
 		&SetQuotaDefaults{Meta: m, Limits: QuotaLimits{QuotaInstances: 10, QuotaCores: -1}},
 		&UpdateQuotas{Meta: m, ProjectID: "p1", UserID: "u1", Limits: QuotaLimits{QuotaRAM: 2048}, Force: true},
 		&DeleteQuotas{Meta: m, ProjectID: "p1", UserID: "u1"},
+		&EnableFeature{Meta: m, Name: FeatureServerGroups},
+		&CreateServerGroup{Meta: m, Group: ServerGroup{ID: "g1", Name: "web", Policy: "anti-affinity", ProjectID: "p1",
+			UserID: "u1", MaxServerPerHost: 2}},
+		&DeleteServerGroup{Meta: m, ID: "g1"},
 	}
 }
 

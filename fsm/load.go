@@ -18,11 +18,18 @@ func countsFor(s Server) (string, bool) {
 // putServer stores s, replacing the server of the same ID, and keeps the
 // host counts.
 func (st *state) putServer(s Server) {
-	if old, ok := st.servers[s.ID]; ok {
+	old, had := st.servers[s.ID]
+	if had {
 		st.uncount(old)
 	}
 	st.servers[s.ID] = s
 	st.count(s)
+	if !s.Live() && (!had || old.Live()) {
+		st.leaveGroup(s.ID)
+	}
+	if st.applying != nil {
+		st.noteServer(old, had, s)
+	}
 }
 
 // removeServer deletes the server id, if any, and keeps the host counts.
@@ -31,6 +38,8 @@ func (st *state) removeServer(id string) {
 		st.uncount(old)
 		delete(st.servers, id)
 	}
+	st.leaveGroup(id)
+	delete(st.actions, id)
 }
 
 func (st *state) count(s Server) {

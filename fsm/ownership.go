@@ -102,10 +102,43 @@ func PlanReassign(st *state, host string, avoid ...string) []Move {
 		}
 	}
 	var moves []Move
-	for _, a := range sched.Reassign(ids, cands) {
+	for _, a := range reassign(st, ids, cands) {
 		moves = append(moves, Move{ServerID: a.ServerID, FromHost: host, FromEpoch: epochs[a.ServerID], ToHost: a.Host})
 	}
 	return moves
+}
+
+// reassign plans the moves of servers, keeping to their groups'
+// policies where the hosts allow (sched.ReassignGroups): the members of a
+// group that stay where they are count on their hosts.
+func reassign(st *state, ids []string, cands []sched.Candidate) []sched.Assignment {
+	groups := map[string]*sched.Group{}
+	byGroup := map[string]*sched.Group{}
+	moving := map[string]bool{}
+	for _, id := range ids {
+		moving[id] = true
+	}
+	for _, id := range ids {
+		gid := st.groupOf[id]
+		if gid == "" {
+			continue
+		}
+		g := byGroup[gid]
+		if g == nil {
+			g = schedGroup(st, gid, "")
+			for _, m := range st.groups[gid].Members {
+				if s, ok := st.servers[m]; ok && moving[m] && s.Live() && s.Host != "" {
+					g.Members[s.Host]-- // it moves: it no longer counts where it was
+				}
+			}
+			byGroup[gid] = g
+		}
+		groups[id] = g
+	}
+	if len(groups) == 0 {
+		return sched.Reassign(ids, cands)
+	}
+	return sched.ReassignGroups(ids, cands, groups)
 }
 
 // decided plans the moves of From's servers (leader only, before

@@ -40,6 +40,9 @@ const maxCandidates = 64
 type pendingClaims struct {
 	usage map[string]map[string]int64
 	load  map[string]int
+	// members counts, per server group, the batch's servers decided on
+	// each host.
+	members map[string]map[string]int
 	// size is the number of servers in the batch.
 	size int
 	// cache holds, per flavor (and avoided hosts), the offers of one
@@ -55,7 +58,8 @@ type offerCache struct {
 }
 
 func newPendingClaims(size int) *pendingClaims {
-	return &pendingClaims{usage: map[string]map[string]int64{}, load: map[string]int{}, size: size, cache: map[string]*offerCache{}}
+	return &pendingClaims{usage: map[string]map[string]int64{}, load: map[string]int{}, members: map[string]map[string]int{},
+		size: size, cache: map[string]*offerCache{}}
 }
 
 // add counts the decision of c.
@@ -64,6 +68,12 @@ func (p *pendingClaims) add(c *CreateServer) {
 		return
 	}
 	p.load[c.Host]++
+	if c.Group != "" {
+		if p.members[c.Group] == nil {
+			p.members[c.Group] = map[string]int{}
+		}
+		p.members[c.Group][c.Host]++
+	}
 	for prov, rcs := range c.Claim {
 		u := p.usage[prov]
 		if u == nil {
@@ -101,6 +111,16 @@ func scheduleWith(st *state, c *CreateServer, pending *pendingClaims) {
 			ironic[i].Servers += pending.load[ironic[i].Name]
 		}
 	}
+	group := schedGroup(st, c.Group, c.ID)
+	if group != nil && pending != nil {
+		for h, n := range pending.members[c.Group] {
+			group.Members[h] += n
+		}
+	}
+	allIronic := ironic
+	if group != nil {
+		ironic = group.Hosts(ironic)
+	}
 	d := sched.Place(c.ID, req, nil, ironic) // no resources: says so
 	if len(req.Resources) > 0 {
 		var offers []sched.Offer
@@ -114,16 +134,48 @@ func scheduleWith(st *state, c *CreateServer, pending *pendingClaims) {
 			c.NoValidHost = "No valid host was found. " + err.Error()
 			return
 		}
-		d = sched.Place(c.ID, req, offers, ironic)
+		d = sched.Place(c.ID, req, groupOffers(group, offers), ironic)
 		if d.NoValidHost != "" && full && len(req.Capabilities) > 0 {
 			// Capabilities are not a Placement filter: every candidate
 			// returned may lack them while one beyond the limit has them.
 			if offers, _, err = placementOffers(st, req, c.Avoid, 0, c.ID, pending); err == nil {
-				d = sched.Place(c.ID, req, offers, ironic)
+				d = sched.Place(c.ID, req, groupOffers(group, offers), ironic)
 			}
+		}
+		if d.NoValidHost != "" && group.Hard() && sched.Place(c.ID, req, offers, allIronic).NoValidHost == "" {
+			d.NoValidHost = fmt.Sprintf("No valid host was found. There are not enough hosts available: the %s policy of server group %s leaves no host for the server.", group.Policy, c.Group)
 		}
 	}
 	c.Host, c.Claim, c.NoValidHost, c.starved = d.Host, d.Claim, d.NoValidHost, d.NoCandidate
+}
+
+// groupOffers drops the hypervisor offers whose host the server's group
+// does not want (Group.Hosts over the offers' hosts); node offers stay,
+// their owner is chosen among the hosts the group wants.
+func groupOffers(g *sched.Group, offers []sched.Offer) []sched.Offer {
+	if g == nil {
+		return offers
+	}
+	var hosts []sched.Candidate
+	for _, o := range offers {
+		if o.Host != "" {
+			hosts = append(hosts, sched.Candidate{Name: o.Host, Servers: o.Servers})
+		}
+	}
+	if len(hosts) == 0 {
+		return offers
+	}
+	wanted := map[string]bool{}
+	for _, h := range g.Hosts(hosts) {
+		wanted[h.Name] = true
+	}
+	out := make([]sched.Offer, 0, len(offers))
+	for _, o := range offers {
+		if o.Host == "" || wanted[o.Host] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // placementOffers turns Placement's allocation candidates for req into the

@@ -182,6 +182,9 @@ type CreateServer struct {
 	// key into the server); UserData is base64, at most MaxUserDataLen.
 	KeyName  string `json:"key_name,omitempty"`
 	UserData string `json:"user_data,omitempty"`
+	// Group is the server group the server joins (Nova's group scheduler
+	// hint); the leader's choice of Host keeps to its policy.
+	Group string `json:"group,omitempty"`
 }
 
 // Type implements Command.
@@ -278,6 +281,9 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 	if err := st.checkCreateQuota(c, f); err != nil { // quota_check.go
 		return nil, err
 	}
+	if err := checkGroup(st, c); err != nil {
+		return nil, err
+	}
 	at := c.At.UTC()
 	s := Server{ID: c.ID, Name: c.Name, Flavor: cloneFlavor(f), ImageRef: c.ImageRef,
 		Networks: slices.Clone(c.Networks), Metadata: maps.Clone(c.Metadata), RequestID: c.RequestID,
@@ -323,6 +329,7 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 		s.EpochIndex, s.OwnerSince, s.OwnerReason = st.index, at, "placed at creation (fewest servers)"
 	}
 	st.putServer(s)
+	st.joinGroup(c.Group, c.ID)
 	return cloneServer(s), nil
 }
 

@@ -68,6 +68,12 @@ const (
 	// without quotas stays readable by peers that know no quotas.
 	RecordQuota RecordType = 12
 	// 13..31 reserved.
+	// 46..50: the features and what they keep, each written only when not
+	// empty (a snapshot without them stays readable by older peers).
+	RecordFeatures        RecordType = 46 // the features that are on (feature.go)
+	RecordInstanceActions RecordType = 47 // one per server with actions kept (history.go)
+	RecordServerGroup     RecordType = 48 // one per server group (server_group.go)
+	// 49..50 reserved.
 )
 
 // Ignorable reports whether t carries IgnoreUnknownFlag.

@@ -23,6 +23,15 @@ type state struct {
 	placement    *placement.Store   // resource providers, inventories, allocations
 	keypairs     map[string]KeyPair // by user id and name (keyPairKey)
 	quotas       quotaState         // limits of every layer (quota.go)
+	// features are the features enabled (feature.go); nil: none.
+	features map[string]bool
+	// actions are each server's instance actions, oldest first
+	// (history.go); a slice is replaced, never changed in place.
+	actions map[string][]InstanceAction
+	// groups are the server groups by id; groupOf the group of each
+	// member (index, rebuilt on restore; server_group.go).
+	groups  map[string]ServerGroup
+	groupOf map[string]string
 	// legacyInventory: node providers also report VCPU, MEMORY_MB and
 	// DISK_GB ([workarounds] report_ironic_standard_resource_class_inventory).
 	legacyInventory bool
@@ -61,6 +70,10 @@ type state struct {
 	// index is the log index of the entry being applied (not part of
 	// snapshots): Apply records it where state remembers "when".
 	index uint64
+	// applying is the command being applied (nil outside Store.Apply: a
+	// restore, a decision): putServer notes in the history what it
+	// changed of a server.
+	applying Command
 }
 
 func newState() *state {
@@ -74,6 +87,9 @@ func newState() *state {
 		placement:    placement.New(),
 		keypairs:     map[string]KeyPair{},
 		quotas:       newQuotaState(),
+		actions:      map[string][]InstanceAction{},
+		groups:       map[string]ServerGroup{},
+		groupOf:      map[string]string{},
 		hostServers:  map[string]int{},
 		usage:        newQuotaUsage(),
 		conflicted:   map[string]struct{}{},
@@ -93,6 +109,12 @@ func (st *state) clone() *state {
 	c.flavorNames = maps.Clone(st.flavorNames)
 	c.keypairs = maps.Clone(st.keypairs) // KeyPair holds no references
 	c.quotas = st.quotas.clone()
+	c.features = maps.Clone(st.features)
+	c.actions = maps.Clone(st.actions) // the slices are never changed in place
+	for id, g := range st.groups {
+		c.groups[id] = cloneGroup(g)
+	}
+	c.groupOf = maps.Clone(st.groupOf)
 	c.legacyInventory = st.legacyInventory
 	for id, f := range st.flavors {
 		c.flavors[id] = cloneFlavor(f)

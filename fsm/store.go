@@ -62,7 +62,8 @@ func (s *Store) Apply(index uint64, data []byte) Result {
 	v, err := func() (any, error) {
 		defer s.mu.Unlock()
 		s.applied.Store(index)
-		s.st.index = index
+		s.st.index, s.st.applying = index, cmd
+		defer func() { s.st.applying = nil }()
 		return spec.apply(s.st, cmd)
 	}()
 	s.notify()

@@ -42,12 +42,17 @@ FILES = {
         # Not the *_with_admin_pass schemas: corral sets no admin password
         # (Tempest runs with enable_instance_password = False).
         "versioned": ["get_server", "list_servers", "list_servers_detail", "update_server",
-                      "rebuild_server"],
+                      "rebuild_server", "show_instance_action"],
         "fixed": {
+            "list_instance_actions": "v2_1.servers",
             "create_server": "v2_1.servers",
             "delete_server": "v2_1.servers",
             "server_actions_common_schema": "v2_1.servers",
         },
+    },
+    "server_groups": {
+        "client": ("server_groups_client", "ServerGroupsClient"),
+        "versioned": ["create_show_server_group", "list_server_groups", "delete_server_group"],
     },
     "flavors": {
         "client": ("flavors_client", "FlavorsClient"),
@@ -68,7 +73,19 @@ FILES = {
         "client": ("hypervisor_client", "HypervisorClient"),
         # Not get_hypervisor_uptime: Nova's Ironic driver cannot tell an
         # uptime and answers 501, as corral does.
-        "versioned": ["list_search_hypervisors", "list_hypervisors_detail", "get_hypervisor"],
+        "versioned": ["list_search_hypervisors", "list_hypervisors_detail", "get_hypervisor",
+                      "get_hypervisors_servers", "get_hypervisor_statistics"],
+    },
+    "tenant_usages": {
+        "fixed": {
+            "list_tenant_usage": "v2_1.tenant_usages",
+            "get_tenant_usage": "v2_1.tenant_usages",
+        },
+    },
+    "extensions": {
+        "fixed": {
+            "list_extensions": "v2_1.extensions",
+        },
     },
     "services": {
         "client": ("services_client", "ServicesClient"),

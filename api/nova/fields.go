@@ -80,7 +80,7 @@ func (t *table[T]) render(c echo.Context, in view, item T) map[string]any {
 
 // FieldSpec is one row of a view table, as Fields lists it.
 type FieldSpec struct {
-	Resource string   // server, flavor, keypair, hypervisor, service, limits, quota_set, quota_class_set
+	Resource string   // server, flavor, keypair, hypervisor, service, limits, quota_set, quota_class_set, ...
 	Views    []string // the resource's views that carry the field
 	Name     string
 	// Since and Until bound the microversions that carry the field, both
@@ -125,6 +125,8 @@ func tables() []tableSpecs {
 		specsOf(serverTable), specsOf(flavorTable), specsOf(keyPairTable),
 		specsOf(hypervisorTable), specsOf(serviceTable), specsOf(limitsTable),
 		specsOf(quotaSetTable), specsOf(quotaClassTable),
+		specsOf(hypervisorStatsTable), specsOf(extensionTable), specsOf(serverUsageTable), specsOf(tenantUsageTable),
+		specsOf(serverGroupTable), specsOf(instanceActionTable), specsOf(actionEventTable),
 	}
 }
 

@@ -162,8 +162,9 @@ func hypervisorID(c echo.Context, hv hypervisor) any {
 
 // The views of a hypervisor (Nova's hypervisors controller).
 const (
-	hypervisorBrief  view = 1 << iota // an entry of GET /os-hypervisors
+	hypervisorBrief  view = 1 << iota // an entry of GET /os-hypervisors (and of /os-hypervisors/{pattern}/search)
 	hypervisorDetail                  // GET /os-hypervisors/{id}, an entry of /os-hypervisors/detail
+	hypervisorOn                      // an entry of GET /os-hypervisors/{pattern}/servers (until 2.52)
 )
 
 type hypervisorItem struct {
@@ -175,13 +176,19 @@ type hypervisorItem struct {
 // resource fields).
 var hypervisorTable = &table[hypervisorItem]{
 	resource: "hypervisor",
-	views:    []string{"brief", "detail"},
+	views:    []string{"brief", "detail", "servers"},
 	fields: []field[hypervisorItem]{
-		{name: "id", until: v2(52), in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return legacyID("hypervisor/" + i.hv.id) }},
+		{name: "id", until: v2(52), in: hypervisorBrief | hypervisorDetail | hypervisorOn, value: func(i hypervisorItem) any { return legacyID("hypervisor/" + i.hv.id) }},
 		{name: "id", since: v2(53), in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.id }},
-		{name: "hypervisor_hostname", in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.hostname }},
-		{name: "state", in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.state }},
-		{name: "status", in: hypervisorBrief | hypervisorDetail, value: func(i hypervisorItem) any { return i.hv.status }},
+		{name: "hypervisor_hostname", in: hypervisorBrief | hypervisorDetail | hypervisorOn, value: func(i hypervisorItem) any { return i.hv.hostname }},
+		{name: "state", in: hypervisorBrief | hypervisorDetail | hypervisorOn, value: func(i hypervisorItem) any { return i.hv.state }},
+		{name: "status", in: hypervisorBrief | hypervisorDetail | hypervisorOn, value: func(i hypervisorItem) any { return i.hv.status }},
+		{name: "servers", until: v2(52), in: hypervisorOn, when: "a hypervisor with servers", value: func(i hypervisorItem) any {
+			if len(i.hv.servers) == 0 {
+				return omit
+			}
+			return hypervisorServers(i.hv)
+		}},
 		{name: "servers", since: v2(53), until: v2(74), in: hypervisorBrief | hypervisorDetail,
 			when: "with_servers=true, on a hypervisor with servers", value: func(i hypervisorItem) any {
 				if !i.withServers || len(i.hv.servers) == 0 {

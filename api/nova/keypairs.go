@@ -94,14 +94,16 @@ func sshFingerprint(pub string) (string, error) {
 }
 
 // x509Fingerprint checks a PEM certificate and returns its SHA-1
-// fingerprint, as Nova shows it.
+// fingerprint, as Nova shows it (nova/crypto.py's
+// generate_x509_fingerprint: the SHA-1 of the whole certificate's DER, as
+// openssl x509 -fingerprint -sha1 prints it, in lower case).
 func x509Fingerprint(pub string) (string, error) {
 	block, _ := pem.Decode([]byte(pub))
 	if block == nil || block.Type != "CERTIFICATE" {
-		return "", core.BadRequest("Keypair data is invalid: failed to generate fingerprint: an x509 key pair is a PEM certificate")
+		return "", core.BadRequest("Keypair data is invalid: failed to generate X509 fingerprint. Error message: the public key is not a PEM certificate")
 	}
 	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-		return "", core.BadRequest("Keypair data is invalid: failed to generate fingerprint: %v", err)
+		return "", core.BadRequest("Keypair data is invalid: failed to generate X509 fingerprint. Error message: %v", err)
 	}
 	sum := sha1.Sum(block.Bytes)
 	hexs := make([]string, len(sum))
@@ -172,7 +174,9 @@ func (h *Handlers) CreateKeyPair(c echo.Context) error {
 			k.Fingerprint, err = sshFingerprint(k.PublicKey)
 		}
 	default:
-		return core.BadRequest("corral generates ssh key pairs only: import an x509 certificate with public_key")
+		if k.PublicKey, private, err = generateX509(user); err == nil {
+			k.Fingerprint, err = x509Fingerprint(k.PublicKey)
+		}
 	}
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@ type serverItem struct {
 	// with the table (host_status, OS-EXT-SRV-ATTR:user_data); the older
 	// extended attributes it shows to every caller that sees the server.
 	admin bool
+	group string // the server group it is a member of ("" for none)
 }
 
 // Sets of server views, for the table.
@@ -136,7 +137,12 @@ var serverTable = &table[serverItem]{
 		{name: "description", since: v2(19), in: serverFull, value: null},
 		{name: "tags", since: v2(26), in: serverFull, value: func(serverItem) any { return []string{} }},
 		{name: "trusted_image_certificates", since: v2(63), in: serverFull, value: null},
-		{name: "server_groups", since: v2(71), in: serverShow | serverUpdate | serverRebuild, value: func(serverItem) any { return []string{} }},
+		{name: "server_groups", since: v2(71), in: serverShow | serverUpdate | serverRebuild, value: func(s serverItem) any {
+			if s.group == "" {
+				return []string{}
+			}
+			return []string{s.group}
+		}},
 		{name: "locked_reason", since: v2(73), in: serverFull, value: func(s serverItem) any { return nullable(s.v.LockedReason) }},
 	},
 }
@@ -150,7 +156,7 @@ func serverLinks(c echo.Context, id string) []wire.Link {
 
 // serverView renders a server in one of its views.
 func (h *Handlers) serverView(c echo.Context, in view, v fsm.Server) map[string]any {
-	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject()}
+	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject(), group: h.st.Store().GroupOf(v.ID)}
 	if v.Host != "" {
 		if host, err := h.st.Store().Host(v.Host); err == nil {
 			it.host = host

@@ -65,8 +65,12 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	group, err := h.bootGroup(c, body.SchedulerHints) // server_groups.go
+	if err != nil {
+		return err
+	}
 	id := uuid.NewString()
-	cmd := &fsm.CreateServer{ID: id, Name: in.Name, FlavorID: flavorID, ImageRef: image,
+	cmd := &fsm.CreateServer{ID: id, Group: group, Name: in.Name, FlavorID: flavorID, ImageRef: image,
 		Networks: nets, Metadata: in.Metadata, ProjectID: cl.Project, UserID: cl.User, KeyName: in.KeyName, UserData: in.UserData}
 	if err := h.st.Propose(c, cmd); err != nil {
 		return err
