@@ -50,6 +50,12 @@ const (
 	CmdReserveNodeAndTask CommandType = 33
 	// 34..39: batching and mass provisioning.
 	CmdRequestServerActionWithID CommandType = 40
+	// 41..45: the server fields and surfaces of Nova's API.
+	CmdCreateServerSets   CommandType = 41
+	CmdUpdateServerFields CommandType = 42
+	CmdRebuildServer      CommandType = 43
+	CmdSetServerMetadata  CommandType = 44
+	CmdSetServerTags      CommandType = 45
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

@@ -24,3 +24,8 @@ var ErrFenced = fmt.Errorf("%w: stale owner epoch", ErrConflict)
 // because an entry committed in between (a node sync, a host going down)
 // took what it chose. The leader decides again; it never reaches a user.
 var ErrStaleDecision = fmt.Errorf("%w: the leader's decision is stale", ErrConflict)
+
+// ErrMetadataLimit is returned when a server would hold more metadata
+// items than its project may (Nova's metadata_items quota; Nova answers
+// 403). It is a kind of ErrInvalid.
+var ErrMetadataLimit = fmt.Errorf("%w: too many metadata items", ErrInvalid)

@@ -39,6 +39,9 @@ func (st *state) count(s Server) {
 	if actionNeedsFormat3(&s) {
 		st.format3++
 	}
+	if needsFormat4(&s) {
+		st.format4++
+	}
 }
 
 func (st *state) uncount(s Server) {
@@ -49,6 +52,9 @@ func (st *state) uncount(s Server) {
 	}
 	if actionNeedsFormat3(&s) {
 		st.format3--
+	}
+	if needsFormat4(&s) {
+		st.format4--
 	}
 }
 
