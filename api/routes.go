@@ -166,9 +166,9 @@ func (s *Server) routeTable() []route {
 	}
 }
 
-// mount registers the route table. Compute and Placement routes go into
-// echo groups whose middleware negotiates the microversion, also for the
-// group's unknown paths.
+// mount registers the route table. The paths under the compute and
+// Placement prefixes negotiate their microversion, their unknown paths
+// and methods too (core.Server.Group).
 func (s *Server) mount() {
 	s.core.Group(wire.ComputePrefix, nova.VersionMiddleware)
 	s.core.Group(wire.PlacementPrefix, placement.VersionMiddleware)
