@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -118,6 +119,8 @@ func (h *Handlers) ServerAction(c echo.Context) error {
 			return h.rebuild(c, v, raw, admin)
 		case wire.ActionLock, wire.ActionUnlock:
 			return h.lock(c, v, name == wire.ActionLock, raw)
+		case "restore":
+			return restore(v)
 		}
 		return core.BadRequest("There is no such action: %s", name)
 	}
@@ -150,21 +153,57 @@ func (h *Handlers) requestAction(c echo.Context, v fsm.Server, cmd *fsm.RequestS
 
 // rebuild redeploys the server's node with a new image.
 func (h *Handlers) rebuild(c echo.Context, v fsm.Server, raw json.RawMessage, admin bool) error {
-	var r wire.RebuildAction
+	var r rebuildAction
 	if err := strictJSON(raw, &r); err != nil {
 		return err
 	}
 	if r.ImageRef == "" {
 		return core.BadRequest("imageRef is required: the image to rebuild the server with")
 	}
-	if r.Name != nil || r.Metadata != nil {
+	if len(r.PreserveEphemeral) > 0 {
+		if _, err := novaBoolean("preserve_ephemeral", r.PreserveEphemeral); err != nil {
+			return err
+		}
+	}
+	if err := checkDiskConfig(r.DiskConfig); err != nil {
+		return err
+	}
+	if err := checkAccessIPs(r.AccessIPv4, r.AccessIPv6); err != nil {
+		return err
+	}
+	if r.Description != nil && !mvAtLeast(c, 2, 19) {
+		return unexpected("description", "2.19")
+	}
+	if r.Name != nil {
+		if err := checkName("name", *r.Name); err != nil {
+			return err
+		}
+	}
+	if err := checkMetadata(r.Metadata); err != nil {
+		return err
+	}
+	if r.Name != nil || r.Metadata != nil || r.Description != nil || r.AccessIPv4 != nil || r.AccessIPv6 != nil {
 		return core.BadRequest("corral rebuilds with a new image only: rename the server with PUT /servers/{id}")
 	}
-	image, err := h.checkImageRef(c, r.ImageRef)
+	image, im, err := h.checkImageRef(c, r.ImageRef)
 	if err != nil {
 		return err
 	}
+	if err := checkImageFits(im, v.Flavor); err != nil {
+		return err
+	}
 	return h.requestAction(c, v, &fsm.RequestServerAction{ID: v.ID, Kind: fsm.ActionRebuild, ImageRef: image, Admin: admin}, true)
+}
+
+// restore answers Nova's restore of a soft-deleted server: corral deletes
+// servers at once, so no server is ever soft-deleted and the answer is
+// Nova's 409 for a server in another state.
+func restore(v fsm.Server) error {
+	state := vmState(v)
+	if v.Status == fsm.StatusShutoff {
+		state = "stopped"
+	}
+	return echo.NewHTTPError(http.StatusConflict, fmt.Sprintf("Cannot 'restore' instance %s while it is in vm_state %s", v.ID, state))
 }
 
 // lock and unlock a server; from 2.73 a lock may carry a reason.
@@ -179,6 +218,12 @@ func (h *Handlers) lock(c echo.Context, v fsm.Server, locked bool, raw json.RawM
 			if !mvAtLeast(c, 2, 73) {
 				return core.BadRequest("locked_reason needs microversion 2.73")
 			}
+			if n := utf8.RuneCountInString(*r.Reason); n == 0 || n > maxNameLen {
+				return invalidInput("locked_reason", *r.Reason, fmt.Sprintf("a reason is 1 to %d characters long", maxNameLen))
+			}
+			if err := fsm.CheckText("locked_reason", *r.Reason, maxNameLen, true); err != nil {
+				return invalidInput("locked_reason", *r.Reason, "a reason is text without control characters")
+			}
 			cmd.LockedReason = *r.Reason
 		}
 	}
@@ -188,18 +233,39 @@ func (h *Handlers) lock(c echo.Context, v fsm.Server, locked bool, raw json.RawM
 	return c.NoContent(http.StatusAccepted)
 }
 
-// UpdateServer is PUT /servers/{id}: a rename.
+// UpdateServer is PUT /servers/{id}: a rename. OS-DCF:diskConfig is
+// taken, as Nova's Ironic driver takes it; access addresses and the
+// description are checked as Nova checks them, but corral keeps none yet.
 func (h *Handlers) UpdateServer(c echo.Context) error {
-	var body wire.ServerUpdateRequest
+	var body serverUpdateRequest
 	if err := core.BindStrict(c, &body); err != nil {
 		return err
 	}
-	if body.Server == nil || body.Server.Name == nil {
+	in := body.Server
+	if in == nil {
 		return core.BadRequest(`the body must be {"server": {"name": ...}}: corral updates a server's name`)
 	}
-	name := *body.Server.Name
-	if strings.TrimSpace(name) == "" || len(name) > 255 {
-		return core.BadRequest("server name must be 1 to 255 characters")
+	if err := checkDiskConfig(in.DiskConfig); err != nil {
+		return err
+	}
+	if err := checkAccessIPs(in.AccessIPv4, in.AccessIPv6); err != nil {
+		return err
+	}
+	if in.Description != nil {
+		if !mvAtLeast(c, 2, 19) {
+			return unexpected("description", "2.19")
+		}
+		if err := checkDescription("description", *in.Description, maxNameLen); err != nil {
+			return err
+		}
+	}
+	if in.AccessIPv4 != nil || in.AccessIPv6 != nil || in.Description != nil {
+		return core.BadRequest("corral keeps no access addresses or description of a server: update its name")
+	}
+	if in.Name != nil {
+		if err := checkName("name", *in.Name); err != nil {
+			return err
+		}
 	}
 	if err := h.st.ReadBarrier(c); err != nil {
 		return err
@@ -208,6 +274,10 @@ func (h *Handlers) UpdateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if in.Name == nil { // nothing corral keeps changes
+		return c.JSON(http.StatusOK, map[string]any{"server": h.serverView(c, v)})
+	}
+	name := *in.Name
 	if v.Locked && core.CallerOf(c).Role != core.RoleAdmin {
 		return echo.NewHTTPError(http.StatusConflict, fmt.Sprintf("Instance %s is locked", v.ID))
 	}

@@ -15,12 +15,11 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/wire"
 )
 
 // CreateServer is POST /servers.
 func (h *Handlers) CreateServer(c echo.Context) error {
-	var body wire.ServerCreateRequest
+	var body serverCreateRequest
 	if err := core.BindStrict(c, &body); err != nil {
 		return err
 	}
@@ -28,29 +27,12 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if in == nil {
 		return core.BadRequest(`the body must be {"server": {...}}`)
 	}
-	name := strings.TrimSpace(in.Name)
-	if name == "" || len(in.Name) > 255 {
-		return core.BadRequest("server name must be 1 to 255 characters")
-	}
-	if in.ImageRef == "" {
-		return core.BadRequest("Missing imageRef attribute: a bare-metal server boots from an image")
-	}
-	if in.MaxCount != nil && *in.MaxCount > 1 || in.MinCount != nil && *in.MinCount > 1 {
-		return core.BadRequest("min_count/max_count above 1 are not supported: boot servers one by one")
-	}
-	flavorID := path.Base(strings.TrimRight(in.FlavorRef, "/"))
-	if in.FlavorRef == "" {
-		return core.BadRequest("flavorRef is required")
-	}
-	// The flavor is checked when the entry applies, against the leader's
-	// state: this peer's replica may not have a flavor created elsewhere yet.
-	if err := checkNetworksVersion(c, in.Networks); err != nil {
+	flavorRef, err := h.checkBoot(c, in)
+	if err != nil {
 		return err
 	}
-	if err := checkUserData(in.UserData); err != nil {
-		return err
-	}
-	nets, err := parseNetworks(in.Networks)
+	flavorID := path.Base(strings.TrimRight(flavorRef, "/"))
+	nets, err := parseNetworks(c, in.Networks) // boot.go
 	if err != nil {
 		return err
 	}
@@ -58,21 +40,40 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if !cl.Static && cl.Project == "" {
 		return fmt.Errorf("%w: a server belongs to a project: boot it with a project-scoped token", core.ErrForbidden)
 	}
+	// The flavor is checked when the entry applies, against the leader's
+	// state: this peer's replica may not have a flavor created elsewhere
+	// yet. What a private flavor's access and the image's minimums need
+	// of it is checked here when the replica has it.
 	if err := checkFlavorAccess(c, h.st.Store(), flavorID); err != nil { // flavor_access.go
 		return err
 	}
-	image, err := h.checkImageRef(c, in.ImageRef) // images.go
+	image, im, err := h.checkImageRef(c, in.ImageRef) // images.go
 	if err != nil {
 		return err
 	}
+	if im != nil {
+		if f, ok := h.bootFlavor(c, flavorID); ok {
+			if err := checkImageFits(im, f); err != nil {
+				return err
+			}
+		}
+	}
+	keyName := ""
+	if in.KeyName != nil {
+		keyName = *in.KeyName
+	}
 	id := uuid.NewString()
-	cmd := &fsm.CreateServer{ID: id, Name: in.Name, FlavorID: flavorID, ImageRef: image,
-		Networks: nets, Metadata: in.Metadata, ProjectID: cl.Project, UserID: cl.User, KeyName: in.KeyName, UserData: in.UserData}
+	cmd := &fsm.CreateServer{ID: id, Name: *in.Name, FlavorID: flavorID, ImageRef: image,
+		Networks: nets, Metadata: in.Metadata, ProjectID: cl.Project, UserID: cl.User, KeyName: keyName, UserData: in.UserData}
 	if err := h.st.Propose(c, cmd); err != nil {
 		return err
 	}
+	diskConfig := "MANUAL"
+	if in.DiskConfig != nil {
+		diskConfig = *in.DiskConfig
+	}
 	return c.JSON(http.StatusAccepted, map[string]any{"server": map[string]any{
-		"id": id, "links": serverLinks(c, id), "OS-DCF:diskConfig": "MANUAL",
+		"id": id, "links": serverLinks(c, id), "OS-DCF:diskConfig": diskConfig,
 		"security_groups": []map[string]string{{"name": "default"}},
 	}})
 }
