@@ -200,8 +200,19 @@ func (w *viewWalk) servers(broken string) {
 	w.each("server", "brief", b["servers"])
 	_, b = w.call(http.MethodGet, "/servers/detail", "", "servers/list_servers_detail")
 	w.each("server", "detail", b["servers"])
-	_, b = w.call(http.MethodPut, "/servers/"+adoptedID, `{"server": {"name": "db-1"}}`, "servers/update_server")
+	update := `{"server": {"name": "db-1", "accessIPv4": "192.0.2.1", "accessIPv6": "2001:db8::1"}}`
+	if w.at(19) {
+		update = `{"server": {"name": "db-1", "accessIPv4": "192.0.2.1", "description": "walked"}}`
+	}
+	_, b = w.call(http.MethodPut, "/servers/"+adoptedID, update, "servers/update_server")
 	w.fields("server", "update", b["server"])
+	if w.at(26) {
+		w.call(http.MethodPut, "/servers/"+adoptedID+"/tags", `{"tags": ["walked"]}`, "")
+		_, b = w.call(http.MethodGet, "/servers/"+adoptedID, "", "servers/get_server")
+		if tags, _ := get(t, b, "server", "tags").([]any); len(tags) != 1 {
+			t.Errorf("server tags at %s: %v", w.mv, tags)
+		}
+	}
 
 	_, b = w.call(http.MethodPost, "/servers/"+adoptedID+"/action", `{"rebuild": {"imageRef": "http://images/db.qcow2"}}`, "servers/rebuild_server")
 	w.fields("server", "rebuild", b["server"])

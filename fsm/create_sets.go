@@ -64,8 +64,10 @@ type SetMember struct {
 // CreateServerSets is the boot requests the leader decided together,
 // committed in one entry. Each request applies on its own, in order, at
 // the entry's time, and gets its own answer (a Result whose Value is the
-// request's servers, []Server); the entry as a whole never fails. Used
-// once every live peer knows it.
+// request's servers, []Server); an entry of several requests never fails
+// as a whole, an entry of one request answers that request's error (so
+// that the leader decides a stale one again). Used once every live peer
+// knows it.
 type CreateServerSets struct {
 	Meta
 	Sets []ServerSet `json:"sets"`
@@ -94,6 +96,9 @@ func applyCreateServerSets(st *state, c *CreateServerSets) (any, error) {
 		if err == nil {
 			out[i].Value = v
 		}
+	}
+	if len(c.Sets) == 1 && out[0].Err != nil {
+		return nil, out[0].Err
 	}
 	return out, nil
 }
@@ -125,8 +130,8 @@ func applyServerSet(st *state, set *ServerSet, at time.Time) ([]Server, error) {
 		return nil, fmt.Errorf("%w: a reservation id is at most %d characters", ErrInvalid, MaxReservationIDLen)
 	case tmpl.ID != "" || tmpl.Host != "" || tmpl.Claim != nil || tmpl.NoValidHost != "":
 		return nil, fmt.Errorf("%w: a boot request's server names no server and carries no decision: its members do", ErrInvalid)
-	case len(tmpl.ImageRef) > maxImageRefLen:
-		return nil, fmt.Errorf("%w: imageRef must be at most %d characters", ErrInvalid, maxImageRefLen)
+	case len(tmpl.ImageRef) > MaxImageRefLen:
+		return nil, fmt.Errorf("%w: imageRef must be at most %d characters", ErrInvalid, MaxImageRefLen)
 	case placed != 0 && placed != n:
 		return nil, fmt.Errorf("%w: a boot request's servers are placed all or none, got %d of %d", ErrInvalid, placed, n)
 	case n > 1 && len(memberName(tmpl.Name, n-1, n)) > maxServerNameLen:

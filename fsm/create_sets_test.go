@@ -140,7 +140,10 @@ func TestApplyServerSetRefusesWhole(t *testing.T) {
 		c    *CreateServerSets
 		want error
 	}{
-		{"a node taken meanwhile", mutate(func(s *ServerSet) { s.Members[1].Claim = first.Members[0].Claim; s.Members[1].Host = first.Members[0].Host }), ErrStaleDecision},
+		{"a node taken meanwhile", mutate(func(s *ServerSet) {
+			s.Members[1].Claim = first.Members[0].Claim
+			s.Members[1].Host = first.Members[0].Host
+		}), ErrStaleDecision},
 		{"a duplicate id", mutate(func(s *ServerSet) { s.Members[1].ID = s.Members[0].ID }), ErrConflict},
 		{"an id that exists", mutate(func(s *ServerSet) { s.Members[1].ID = sid(0) }), ErrConflict},
 		{"placed in part", mutate(func(s *ServerSet) { s.Members[1].Host, s.Members[1].Claim = "", nil }), ErrInvalid},
@@ -176,6 +179,11 @@ func TestApplyServerSetRefusesWhole(t *testing.T) {
 	}
 	// A request refused does not refuse the next one of the entry.
 	bad := mutate(func(s *ServerSet) { s.Members[1].ID = s.Members[0].ID })
+	// An entry of that one request answers its error, as the leader's
+	// retry of a stale decision needs.
+	if r := a.apply(bad); !errors.Is(r.Err, ErrConflict) || r.Value != nil {
+		t.Errorf("an entry of one refused request: %v, %v; want its ErrConflict", r.Value, r.Err)
+	}
 	good, _ := decideSets(t, a, bootRequest(20, 1, 1))
 	res := a.ok(&CreateServerSets{Meta: at(7), Sets: []ServerSet{bad.Sets[0], good.Sets[0]}}).(BatchResult)
 	if !errors.Is(res[0].Err, ErrConflict) || res[1].Err != nil {

@@ -52,8 +52,8 @@ func applyRebuildServer(st *state, c *RebuildServer) (any, error) {
 		return nil, fmt.Errorf("%w: request id is %d characters, more than %d", ErrInvalid, len(c.RequestID), maxRequestIDLen)
 	case len(c.UserID) > maxServerNameLen:
 		return nil, fmt.Errorf("%w: user ids must be at most %d characters", ErrInvalid, maxServerNameLen)
-	case len(c.ImageRef) > maxImageRefLen:
-		return nil, fmt.Errorf("%w: imageRef must be at most %d characters", ErrInvalid, maxImageRefLen)
+	case len(c.ImageRef) > MaxImageRefLen:
+		return nil, fmt.Errorf("%w: imageRef must be at most %d characters", ErrInvalid, MaxImageRefLen)
 	case !c.SetMetadata && len(c.Metadata) > 0:
 		return nil, fmt.Errorf("%w: a rebuild's metadata needs set_metadata", ErrInvalid)
 	}

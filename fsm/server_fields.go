@@ -23,18 +23,12 @@ const (
 	MaxDescriptionLen = 255 // characters
 	MaxTags           = 50  // Nova's instance.MAX_TAG_COUNT
 	MaxTagLen         = 60  // characters: Nova's tag.MAX_TAG_LENGTH
-	MaxMetadataKeyLen = 255 // characters
-	MaxMetadataValLen = 255 // characters
 	// DefaultMetadataItems is Nova's default metadata_items quota: the
 	// most metadata items one server holds (metadataItemsLimit).
 	DefaultMetadataItems = 128
 	// MaxReservationIDLen bounds a reservation id ("r-" and 8 characters
 	// as the API draws them).
 	MaxReservationIDLen = 64
-	// maxImageRefLen bounds the image a server is built from (a Glance
-	// id, or the URL of an image Ironic downloads) in the commands that
-	// came with the limits (41 to 45).
-	maxImageRefLen = 2048
 	// maxAccessIPLen bounds an access address before it is parsed.
 	maxAccessIPLen = 64
 )
@@ -169,8 +163,8 @@ func ValidateMetadataItem(k, v string) error {
 	}) >= 0 {
 		return fmt.Errorf("%w: Invalid input for field/attribute metadata: key %.64q must be 1 to %d letters, digits, spaces and '-_:.'", ErrInvalid, k, MaxMetadataKeyLen)
 	}
-	if !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxMetadataValLen {
-		return fmt.Errorf("%w: Invalid input for field/attribute metadata: the value of %q is longer than %d characters", ErrInvalid, k, MaxMetadataValLen)
+	if !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxMetadataValueLen {
+		return fmt.Errorf("%w: Invalid input for field/attribute metadata: the value of %q is longer than %d characters", ErrInvalid, k, MaxMetadataValueLen)
 	}
 	return nil
 }

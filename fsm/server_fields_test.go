@@ -108,7 +108,7 @@ func TestServerMetadata(t *testing.T) {
 	a.refuses(ErrInvalid,
 		&SetServerMetadata{ID: s.ID, Op: MetadataMerge, Metadata: map[string]string{"bad/key": "v"}},
 		&SetServerMetadata{ID: s.ID, Op: MetadataMerge, Metadata: map[string]string{"": "v"}},
-		&SetServerMetadata{ID: s.ID, Op: MetadataMerge, Metadata: map[string]string{"k": strings.Repeat("v", MaxMetadataValLen+1)}},
+		&SetServerMetadata{ID: s.ID, Op: MetadataMerge, Metadata: map[string]string{"k": strings.Repeat("v", MaxMetadataValueLen+1)}},
 		&SetServerMetadata{ID: s.ID, Op: "append", Metadata: map[string]string{"k": "v"}},
 		&SetServerMetadata{ID: s.ID, Op: MetadataDelete, Key: "k", Metadata: map[string]string{"k": "v"}})
 	a.refuses(ErrNotFound,
@@ -204,7 +204,7 @@ func TestRebuildServer(t *testing.T) {
 
 	a.refuses(ErrInvalid,
 		&RebuildServer{ID: s.ID},
-		&RebuildServer{ID: s.ID, ImageRef: strings.Repeat("i", maxImageRefLen+1)},
+		&RebuildServer{ID: s.ID, ImageRef: strings.Repeat("i", MaxImageRefLen+1)},
 		&RebuildServer{ID: s.ID, ImageRef: "img", KeyName: &StringChange{Value: "absent"}, UserID: "u1"},
 		&RebuildServer{ID: s.ID, ImageRef: "img", KeyName: &StringChange{Value: "laptop"}, UserID: "u2"},
 		&RebuildServer{ID: s.ID, ImageRef: "img", UserData: &StringChange{Value: strings.Repeat("A", MaxUserDataLen+1)}},

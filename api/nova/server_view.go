@@ -37,6 +37,9 @@ type serverItem struct {
 	// with the table (host_status, OS-EXT-SRV-ATTR:user_data); the older
 	// extended attributes it shows to every caller that sees the server.
 	admin bool
+	// diskConfig is the OS-DCF:diskConfig a create or rebuild asked for
+	// ("" is MANUAL); adminPass the password it answers ("" for none).
+	diskConfig, adminPass string
 }
 
 // Sets of server views, for the table.
@@ -58,7 +61,8 @@ var serverTable = &table[serverItem]{
 		{name: "id", in: serverFull | serverBrief | serverCreate, value: func(s serverItem) any { return s.v.ID }},
 		{name: "name", in: serverFull | serverBrief, value: func(s serverItem) any { return s.v.Name }},
 		{name: "links", in: serverFull | serverBrief | serverCreate, value: func(s serverItem) any { return serverLinks(s.c, s.v.ID) }},
-		{name: "OS-DCF:diskConfig", in: serverFull | serverCreate, value: func(serverItem) any { return "MANUAL" }},
+		{name: "OS-DCF:diskConfig", in: serverFull | serverCreate, value: diskConfigOf},
+		{name: "adminPass", in: serverCreate | serverRebuild, when: "with a password (enable_instance_password)", value: adminPassOf},
 		{name: "security_groups", in: serverRead | serverCreate, value: defaultSecurityGroups},
 		{name: "security_groups", since: v2(75), in: serverAll75, value: defaultSecurityGroups},
 
@@ -68,8 +72,8 @@ var serverTable = &table[serverItem]{
 		{name: "created", in: serverFull, value: func(s serverItem) any { return s.v.CreatedAt.UTC().Format(novaTime) }},
 		{name: "updated", in: serverFull, value: func(s serverItem) any { return s.v.UpdatedAt.UTC().Format(novaTime) }},
 		{name: "hostId", in: serverFull, value: func(s serverItem) any { return hostID(s.v) }},
-		{name: "accessIPv4", in: serverFull, value: func(serverItem) any { return "" }},
-		{name: "accessIPv6", in: serverFull, value: func(serverItem) any { return "" }},
+		{name: "accessIPv4", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv4 }},
+		{name: "accessIPv6", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv6 }},
 		{name: "addresses", in: serverFull, value: func(s serverItem) any { return serverAddresses(s.v) }},
 		{name: "metadata", in: serverFull, value: func(s serverItem) any { return orEmpty(s.v.Metadata) }},
 		{name: "image", in: serverFull, value: func(s serverItem) any { return serverImage(s.c, s.v) }},
@@ -118,10 +122,10 @@ var serverTable = &table[serverItem]{
 		{name: "OS-EXT-SRV-ATTR:kernel_id", since: v2(75), in: serverAll75, value: emptyString},
 		{name: "OS-EXT-SRV-ATTR:ramdisk_id", since: v2(3), in: serverRead, value: emptyString},
 		{name: "OS-EXT-SRV-ATTR:ramdisk_id", since: v2(75), in: serverAll75, value: emptyString},
-		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(3), in: serverRead, value: zero},
-		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(75), in: serverAll75, value: zero},
-		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(3), in: serverRead, value: null},
-		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(75), in: serverAll75, value: null},
+		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(3), in: serverRead, value: launchIndexOf},
+		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(75), in: serverAll75, value: launchIndexOf},
+		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(3), in: serverRead, value: reservationOf},
+		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(75), in: serverAll75, value: reservationOf},
 		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(3), in: serverRead, value: null},
 		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(75), in: serverAll75, value: null},
 		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(3), in: serverRead, when: adminOnly, value: adminUserData},
@@ -131,10 +135,10 @@ var serverTable = &table[serverItem]{
 		{name: "locked", since: v2(9), in: serverFull, value: func(s serverItem) any { return s.v.Locked }},
 		{name: "host_status", since: v2(16), in: serverRead, when: adminOnly, value: hostStatus},
 		{name: "host_status", since: v2(75), in: serverAll75, when: adminOnly, value: hostStatus},
-		// corral keeps no description, tags, trusted certificates or
-		// server groups: Nova's empty values.
-		{name: "description", since: v2(19), in: serverFull, value: null},
-		{name: "tags", since: v2(26), in: serverFull, value: func(serverItem) any { return []string{} }},
+		{name: "description", since: v2(19), in: serverFull, value: descriptionOf},
+		{name: "tags", since: v2(26), in: serverFull, value: tagsOf},
+		// corral keeps no trusted certificates or server groups: Nova's
+		// empty values.
 		{name: "trusted_image_certificates", since: v2(63), in: serverFull, value: null},
 		{name: "server_groups", since: v2(71), in: serverShow | serverUpdate | serverRebuild, value: func(serverItem) any { return []string{} }},
 		{name: "locked_reason", since: v2(73), in: serverFull, value: func(s serverItem) any { return nullable(s.v.LockedReason) }},
@@ -165,8 +169,42 @@ func briefServer(c echo.Context, v fsm.Server) map[string]any {
 }
 
 // createdServer is the answer to POST /servers.
-func createdServer(c echo.Context, id string) map[string]any {
-	return serverTable.render(c, serverCreate, serverItem{c: c, v: fsm.Server{ID: id}})
+func createdServer(c echo.Context, id, diskConfig, adminPass string) map[string]any {
+	return serverTable.render(c, serverCreate, serverItem{c: c, v: fsm.Server{ID: id}, diskConfig: diskConfig, adminPass: adminPass})
+}
+
+func diskConfigOf(s serverItem) any {
+	if s.diskConfig == "" {
+		return "MANUAL"
+	}
+	return s.diskConfig
+}
+
+func adminPassOf(s serverItem) any {
+	if s.adminPass == "" {
+		return omit
+	}
+	return s.adminPass
+}
+
+func launchIndexOf(s serverItem) any { return s.v.LaunchIndex }
+
+// reservationOf is the server's reservation id: null for a server created
+// before corral kept them.
+func reservationOf(s serverItem) any { return nullable(s.v.ReservationID) }
+
+func descriptionOf(s serverItem) any {
+	if s.v.Description == nil {
+		return nil
+	}
+	return *s.v.Description
+}
+
+func tagsOf(s serverItem) any {
+	if s.v.Tags == nil {
+		return []string{}
+	}
+	return s.v.Tags
 }
 
 // serverStatus is the server's status as Nova shows it: a reboot or
