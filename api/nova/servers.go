@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -14,57 +13,6 @@ import (
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 )
-
-// ListServers is GET /servers, or with detail /servers/detail.
-func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if err := h.st.ReadBarrier(c); err != nil {
-			return err
-		}
-		q := c.QueryParams()
-		p, err := parsePage(q, limitZeroIsAll)
-		if err != nil {
-			return err
-		}
-		project, err := listProject(core.CallerOf(c), q)
-		if err != nil {
-			return err
-		}
-		all := h.st.Store().Servers()
-		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) }) // newest first, like Nova
-		listed, more, err := pageOf(all, p, func(v fsm.Server) string { return v.ID }, func(v fsm.Server) bool {
-			switch {
-			case !v.Live() && q.Get("deleted") != "true":
-				return false
-			case project != "" && v.Project() != project:
-				return false
-			case q.Get("status") != "" && !strings.EqualFold(q.Get("status"), string(v.Status)):
-				return false
-			case q.Get("host") != "" && q.Get("host") != v.Host:
-				return false
-			case q.Get("name") != "" && !strings.Contains(v.Name, q.Get("name")):
-				return false
-			}
-			return true
-		})
-		if err != nil {
-			return err
-		}
-		out := make([]any, 0, len(listed))
-		for _, v := range listed {
-			if detail {
-				out = append(out, h.serverView(c, serverDetail, v))
-			} else {
-				out = append(out, briefServer(c, v))
-			}
-		}
-		resp := map[string]any{"servers": out}
-		if more && len(listed) > 0 {
-			resp["servers_links"] = nextLinks(c, listed[len(listed)-1].ID)
-		}
-		return c.JSON(http.StatusOK, resp)
-	}
-}
 
 // GetServer is GET /servers/{id}.
 func (h *Handlers) GetServer(c echo.Context) error {
