@@ -2,11 +2,15 @@ package api_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -253,5 +257,64 @@ func TestMultipleCreate(t *testing.T) {
 	}
 	if e.digest() != before {
 		t.Fatal("refused boots changed the state")
+	}
+}
+
+var passwordRE = regexp.MustCompile(`^[2-9A-HJ-NP-Za-km-z]{12}$`)
+
+// A create and a rebuild answer the server's admin password, given or
+// drawn as Nova draws one, and hand it to the owner through the log; no
+// view shows it. With enable_instance_password off, no answer has it.
+func TestAdminPass(t *testing.T) {
+	e, _, _ := hypervisorEnv(t)
+	e.propose(&fsm.CreateFlavor{Flavor: fsm.Flavor{ID: "vm", Name: "vm", VCPUs: 1, RAM: 1, Disk: 1, IsPublic: true}})
+	boot := func(ts *httptest.Server, extra string) (string, map[string]any) {
+		r := do(t, ts, http.MethodPost, computeBase+"/servers", adminToken,
+			`{"server": {"name": "web", "flavorRef": "vm", "imageRef": "http://images/web.qcow2"`+extra+`}}`, nil)
+		if r.code != http.StatusAccepted {
+			t.Fatalf("boot %s: %s", extra, r)
+		}
+		v := get(t, r.json(t), "server").(map[string]any)
+		s, _ := e.peer.Node.Store().Server(v["id"].(string))
+		return s.AdminPass, v
+	}
+	held, v := boot(e.ts, "")
+	if !passwordRE.MatchString(fmt.Sprint(v["adminPass"])) || held != v["adminPass"] {
+		t.Fatalf("a drawn password: answered %v, held %q", v["adminPass"], held)
+	}
+	held, v = boot(e.ts, `, "adminPass": "given-pass"`)
+	if v["adminPass"] != "given-pass" || held != "given-pass" {
+		t.Fatalf("a given password: answered %v, held %q", v["adminPass"], held)
+	}
+	r := do(t, e.ts, http.MethodPost, computeBase+"/servers/"+adoptedID+"/action", adminToken,
+		`{"rebuild": {"imageRef": "http://images/v2.qcow2", "adminPass": "rebuilt-pass"}}`, nil)
+	if s, _ := e.peer.Node.Store().Server(adoptedID); r.code != http.StatusAccepted || get(t, r.json(t), "server", "adminPass") != "rebuilt-pass" || s.AdminPass != "rebuilt-pass" {
+		t.Fatalf("rebuild: %s (held %q)", r, s.AdminPass)
+	}
+	for _, path := range []string{"/servers/" + adoptedID, "/servers/detail"} {
+		if r := do(t, e.ts, http.MethodGet, computeBase+path, adminToken, "", nil); strings.Contains(string(r.body), "pass") {
+			t.Errorf("GET %s shows a password: %s", path, r)
+		}
+	}
+
+	srv, err := api.New(api.Config{Tokens: map[string]core.Role{adminToken: core.RoleAdmin}, Peers: e.peer.Node,
+		Logger: slog.New(slog.DiscardHandler), NoInstancePassword: true}, e.peer.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := httptest.NewServer(srv.Handler())
+	t.Cleanup(off.Close)
+	held, v = boot(off, "")
+	if _, shown := v["adminPass"]; shown || !passwordRE.MatchString(held) {
+		t.Fatalf("enable_instance_password off: answered %v, held a password %v", v, passwordRE.MatchString(held))
+	}
+	s, _ := e.peer.Node.Store().Server(adoptedID)
+	e.propose(&fsm.FinishServerAction{ID: adoptedID, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionRebuild})
+	if s, _ := e.peer.Node.Store().Server(adoptedID); s.AdminPass != "" {
+		t.Fatal("a finished rebuild still holds its password")
+	}
+	r = do(t, off, http.MethodPost, computeBase+"/servers/"+adoptedID+"/action", adminToken, `{"rebuild": {"imageRef": "http://images/v3.qcow2"}}`, nil)
+	if _, shown := get(t, r.json(t), "server").(map[string]any)["adminPass"]; r.code != http.StatusAccepted || shown {
+		t.Fatalf("a rebuild with enable_instance_password off: %s", r)
 	}
 }

@@ -221,6 +221,7 @@ func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
 		s.ImageRef = s.Action.ImageRef
 	}
 	s.TaskState, s.Action, s.UpdatedAt = "", nil, at
+	clearAdminPass(&s) // the rebuild was sent
 	st.putServer(s)
 	return cloneServer(s), nil
 }

@@ -47,6 +47,9 @@ type ServerSet struct {
 	Server CreateServer `json:"server"`
 	// Fields are what the request sets beyond CreateServer's.
 	Fields ServerFields `json:"fields"`
+	// AdminPass is the password every server of the request is given
+	// (Server.AdminPass; "" for none).
+	AdminPass string `json:"admin_pass,omitempty"`
 	// Members are the servers, in launch order: the API names their ids
 	// (max_count of them), the leader records its decisions in them.
 	Members []SetMember `json:"members"`
@@ -126,6 +129,8 @@ func applyServerSet(st *state, set *ServerSet, at time.Time) ([]Server, error) {
 		return nil, fmt.Errorf("%w: a boot request creates 1 to %d servers, got %d", ErrInvalid, MaxSetServers, n)
 	case set.MinCount < 1 || set.MinCount > n:
 		return nil, fmt.Errorf("%w: a boot request of %d servers takes min_count 1 to %d, got %d", ErrInvalid, n, n, set.MinCount)
+	case len(set.AdminPass) > MaxAdminPassLen:
+		return nil, fmt.Errorf("%w: an admin password is at most %d bytes", ErrInvalid, MaxAdminPassLen)
 	case len(set.ReservationID) > MaxReservationIDLen:
 		return nil, fmt.Errorf("%w: a reservation id is at most %d characters", ErrInvalid, MaxReservationIDLen)
 	case tmpl.ID != "" || tmpl.Host != "" || tmpl.Claim != nil || tmpl.NoValidHost != "":
@@ -160,6 +165,9 @@ func applyServerSet(st *state, set *ServerSet, at time.Time) ([]Server, error) {
 			return nil, err
 		}
 		s.ReservationID, s.LaunchIndex = set.ReservationID, i
+		if s.Host != "" { // a server without a host is never deployed
+			s.AdminPass = set.AdminPass
+		}
 		s.AccessIPv4, s.AccessIPv6, s.Tags = fields.AccessIPv4, fields.AccessIPv6, slices.Clone(fields.Tags)
 		if fields.Description != nil {
 			d := *fields.Description

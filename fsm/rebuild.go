@@ -11,9 +11,8 @@ import (
 // the server's name, metadata, description, access addresses, key pair
 // (2.54) and user data (2.57). The owner redeploys the node with the new
 // image and a config drive written from the server as it is then, so the
-// new key and user data reach it. A rebuild's admin password is not
-// kept: Ironic cannot set one (Nova's Ironic driver ignores it too).
-// PreserveEphemeral asks Ironic to keep the node's ephemeral partition
+// new key and user data reach it, and AdminPass (Server.AdminPass: ""
+// for none) in its meta_data. PreserveEphemeral asks Ironic to keep the node's ephemeral partition
 // (instance_info/preserve_ephemeral, as Nova's Ironic driver writes it).
 type RebuildServer struct {
 	Meta
@@ -37,6 +36,7 @@ type RebuildServer struct {
 	// Null removes it.
 	UserData          *StringChange `json:"user_data,omitempty"`
 	PreserveEphemeral bool          `json:"preserve_ephemeral,omitempty"`
+	AdminPass         string        `json:"admin_pass,omitempty"`
 }
 
 // Type implements Command.
@@ -54,6 +54,8 @@ func applyRebuildServer(st *state, c *RebuildServer) (any, error) {
 		return nil, fmt.Errorf("%w: user ids must be at most %d characters", ErrInvalid, maxServerNameLen)
 	case len(c.ImageRef) > MaxImageRefLen:
 		return nil, fmt.Errorf("%w: imageRef must be at most %d characters", ErrInvalid, MaxImageRefLen)
+	case len(c.AdminPass) > MaxAdminPassLen:
+		return nil, fmt.Errorf("%w: an admin password is at most %d bytes", ErrInvalid, MaxAdminPassLen)
 	case !c.SetMetadata && len(c.Metadata) > 0:
 		return nil, fmt.Errorf("%w: a rebuild's metadata needs set_metadata", ErrInvalid)
 	}
@@ -93,6 +95,7 @@ func applyRebuildServer(st *state, c *RebuildServer) (any, error) {
 		}
 	}
 	s.Action.PreserveEphemeral = c.PreserveEphemeral
+	s.AdminPass = c.AdminPass
 	st.putServer(s)
 	return cloneServer(s), nil
 }

@@ -98,6 +98,21 @@ type Server struct {
 	AccessIPv4    string   `json:"access_ip_v4,omitempty"`
 	AccessIPv6    string   `json:"access_ip_v6,omitempty"`
 	Tags          []string `json:"tags,omitempty"`
+	// AdminPass is the password a create or rebuild gave the server, for
+	// its owner to write into the config drive (meta_data admin_pass, as
+	// Nova's Ironic driver does). It is kept only until the owner reports
+	// the deploy or rebuild done (clearAdminPass): no view shows it and
+	// no JSON carries it; snapshot format 4 does while it is held.
+	AdminPass string `json:"-"`
+}
+
+// MaxAdminPassLen bounds a server's admin password.
+const MaxAdminPassLen = 255
+
+// clearAdminPass forgets s's admin password once the request that
+// delivers it to the node was sent: the build or rebuild is over.
+func clearAdminPass(s *Server) {
+	s.AdminPass = ""
 }
 
 // Hostname is the server's host name as Nova derives it from the name
@@ -400,6 +415,9 @@ func applySetServerTask(st *state, c *SetServerTask) (any, error) {
 		s.Claim, s.ClaimedNode = nil, ""
 	}
 	s.TaskState = c.TaskState
+	if s.Status != StatusBuild && s.Action == nil {
+		clearAdminPass(&s) // the deploy was sent (or will never be)
+	}
 	if cur := st.servers[c.ID].TaskState; cur == TaskDeleting && s.Status != StatusDeleted {
 		// A requested delete stays requested until the owner finishes it.
 		s.TaskState = TaskDeleting

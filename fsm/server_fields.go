@@ -77,7 +77,7 @@ func (f ServerFields) check() (ServerFields, error) {
 // carry: only commands 41 to 45 write it.
 func needsFormat4(s *Server) bool {
 	return s.ReservationID != "" || s.LaunchIndex != 0 || s.Description != nil || s.AccessIPv4 != "" ||
-		s.AccessIPv6 != "" || len(s.Tags) > 0 || s.Action != nil && s.Action.PreserveEphemeral
+		s.AccessIPv6 != "" || len(s.Tags) > 0 || s.Action != nil && s.Action.PreserveEphemeral || s.AdminPass != ""
 }
 
 // StringChange is a new value for a nullable field of a server: Null

@@ -349,7 +349,8 @@ func appendServer(b []byte, s *Server, version uint16) []byte {
 	}
 	b = appendStr(b, s.AccessIPv4)
 	b = appendStr(b, s.AccessIPv6)
-	return appendStrs(b, s.Tags)
+	b = appendStrs(b, s.Tags)
+	return appendStr(b, s.AdminPass)
 }
 
 func appendClaim(b []byte, c map[string]map[string]int64) []byte {
@@ -442,7 +443,7 @@ func decodeServer(body string, version uint16) (Server, error) {
 			desc := d.str()
 			s.Description = &desc
 		}
-		s.AccessIPv4, s.AccessIPv6, s.Tags = d.str(), d.str(), d.strs()
+		s.AccessIPv4, s.AccessIPv6, s.Tags, s.AdminPass = d.str(), d.str(), d.strs(), d.str()
 	}
 	return s, d.done("server")
 }

@@ -101,6 +101,10 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if in.KeyName != nil {
 		keyName = *in.KeyName
 	}
+	pass, err := adminPassword(in.AdminPass)
+	if err != nil {
+		return err
+	}
 	diskConfig := "MANUAL"
 	if in.DiskConfig != nil {
 		diskConfig = *in.DiskConfig
@@ -132,7 +136,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 		return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, cmd.ID, diskConfig, "")})
 	}
 	set := fsm.ServerSet{ReservationID: newReservationID(), MinCount: minCount, Server: tmpl, Fields: fields,
-		Members: make([]fsm.SetMember, maxCount)}
+		Members: make([]fsm.SetMember, maxCount), AdminPass: pass}
 	for i := range set.Members {
 		set.Members[i].ID = uuid.NewString()
 	}
@@ -142,7 +146,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if returnReservation {
 		return c.JSON(http.StatusAccepted, map[string]any{"reservation_id": set.ReservationID})
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, h.firstServer(set), diskConfig, "")})
+	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, h.firstServer(set), diskConfig, h.shownPassword(pass))})
 }
 
 // firstServer is the id of the first server a boot request created: the

@@ -170,6 +170,10 @@ func (h *Handlers) rebuild(c echo.Context, v fsm.Server, raw json.RawMessage, ad
 			return err
 		}
 	}
+	pass, err := adminPassword(r.AdminPass)
+	if err != nil {
+		return err
+	}
 	image, im, err := h.checkImageRef(c, r.ImageRef)
 	if err != nil {
 		return err
@@ -187,7 +191,7 @@ func (h *Handlers) rebuild(c echo.Context, v fsm.Server, raw json.RawMessage, ad
 	cmd := &fsm.RebuildServer{ID: v.ID, ImageRef: image, Admin: admin, Name: r.Name,
 		SetMetadata: r.Metadata != nil, Metadata: r.Metadata, Description: r.Description.change(),
 		AccessIPv4: r.AccessIPv4, AccessIPv6: r.AccessIPv6, KeyName: r.KeyName.change(),
-		UserID: core.CallerOf(c).User, UserData: r.UserData.change(), PreserveEphemeral: preserve}
+		UserID: core.CallerOf(c).User, UserData: r.UserData.change(), PreserveEphemeral: preserve, AdminPass: pass}
 	if err := h.st.Propose(c, cmd); err != nil {
 		return metadataErr(actionConflict(err, v.ID))
 	}
@@ -195,7 +199,7 @@ func (h *Handlers) rebuild(c echo.Context, v fsm.Server, raw json.RawMessage, ad
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"server": h.serverView(c, serverRebuild, cur)})
+	return c.JSON(http.StatusAccepted, map[string]any{"server": h.serverViewPass(c, serverRebuild, cur, h.shownPassword(pass))})
 }
 
 // metadataErr answers the fsm's metadata limit as Nova does: 403.

@@ -154,7 +154,12 @@ func serverLinks(c echo.Context, id string) []wire.Link {
 
 // serverView renders a server in one of its views.
 func (h *Handlers) serverView(c echo.Context, in view, v fsm.Server) map[string]any {
-	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject()}
+	return h.serverViewPass(c, in, v, "")
+}
+
+// serverViewPass is serverView with the adminPass a rebuild answers.
+func (h *Handlers) serverViewPass(c echo.Context, in view, v fsm.Server, adminPass string) map[string]any {
+	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject(), adminPass: adminPass}
 	if v.Host != "" {
 		if host, err := h.st.Store().Host(v.Host); err == nil {
 			it.host = host
