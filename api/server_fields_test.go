@@ -248,6 +248,28 @@ func TestMultipleCreate(t *testing.T) {
 	if s, _ := e.peer.Node.Store().Server(id); r.code != http.StatusAccepted || s.Name != "one" || fmt.Sprint(s.Tags) != "[x]" || s.AccessIPv4 != "192.0.2.1" {
 		t.Fatalf("boot with fields: %s %+v", r, s)
 	}
+	// Fewer hosts than min_count: every server of the request in ERROR,
+	// as Nova's scheduler leaves them, none of them placed.
+	e.propose(&fsm.CreateFlavor{Flavor: fsm.Flavor{ID: "half", Name: "half", VCPUs: 16, RAM: 1, Disk: 1, IsPublic: true}})
+	r = do(t, e.ts, http.MethodPost, computeBase+"/servers", adminToken,
+		`{"server": {"name": "big", "flavorRef": "half", "imageRef": "i", "min_count": 3, "return_reservation_id": true}}`, nil)
+	if r.code != http.StatusAccepted {
+		t.Fatalf("boot of 3 halves: %s", r)
+	}
+	res = get(t, r.json(t), "reservation_id").(string)
+	failed := 0
+	for _, s := range e.peer.Node.Store().Servers() {
+		if s.ReservationID != res {
+			continue
+		}
+		if s.Status != fsm.StatusError || s.Host != "" || s.Fault == nil || !strings.Contains(s.Fault.Message, "No valid host was found") {
+			t.Errorf("a server of an unplaceable request: %+v", s)
+		}
+		failed++
+	}
+	if failed != 3 {
+		t.Fatalf("%d servers of the unplaceable request, want 3 in ERROR", failed)
+	}
 	before := e.digest()
 	for _, bad := range []string{`, "min_count": 3, "max_count": 2`, `, "max_count": 0`, `, "min_count": 1001`,
 		`, "max_count": 2, "networks": [{"port": "6fae68da-108b-4a9d-87c4-0000000000aa"}]`} {
