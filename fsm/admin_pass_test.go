@@ -52,8 +52,8 @@ func TestAdminPassKeptUntilTheBuildEnds(t *testing.T) {
 	big = bootRequest(200, 1, 1)
 	big.AdminPass = strings.Repeat("p", MaxAdminPassLen+1)
 	cmd, _ = decideSets(t, a2, big)
-	if r := a2.apply(cmd); !errors.Is(r.Err, ErrInvalid) {
-		t.Fatalf("a long password: %v", r.Err)
+	if r := a2.ok(cmd).(BatchResult); !errors.Is(r[0].Err, ErrInvalid) {
+		t.Fatalf("a long password: %v", r[0].Err)
 	}
 }
 

@@ -67,10 +67,8 @@ type SetMember struct {
 // CreateServerSets is the boot requests the leader decided together,
 // committed in one entry. Each request applies on its own, in order, at
 // the entry's time, and gets its own answer (a Result whose Value is the
-// request's servers, []Server); an entry of several requests never fails
-// as a whole, an entry of one request answers that request's error (so
-// that the leader decides a stale one again). Used once every live peer
-// knows it.
+// request's servers, []Server); the entry as a whole never fails. Used
+// once every live peer knows it.
 type CreateServerSets struct {
 	Meta
 	Sets []ServerSet `json:"sets"`
@@ -99,9 +97,6 @@ func applyCreateServerSets(st *state, c *CreateServerSets) (any, error) {
 		if err == nil {
 			out[i].Value = v
 		}
-	}
-	if len(c.Sets) == 1 && out[0].Err != nil {
-		return nil, out[0].Err
 	}
 	return out, nil
 }
