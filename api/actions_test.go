@@ -20,12 +20,12 @@ func TestServerActionsCommitIntents(t *testing.T) {
 	}
 	before := e.digest()
 	for body, code := range map[string]int{
-		`{"reboot": {"type": "WARM"}}`:                http.StatusBadRequest,
-		`{"resize": {"flavorRef": "x"}}`:              http.StatusBadRequest,
-		`{"os-stop": null, "os-start": null}`:         http.StatusBadRequest,
-		`{"os-start": null}`:                          http.StatusConflict, // not stopped
-		`{"rebuild": {}}`:                             http.StatusBadRequest,
-		`{"rebuild": {"imageRef": "i", "name": "x"}}`: http.StatusBadRequest,
+		`{"reboot": {"type": "WARM"}}`:                    http.StatusBadRequest,
+		`{"resize": {"flavorRef": "x"}}`:                  http.StatusBadRequest,
+		`{"os-stop": null, "os-start": null}`:             http.StatusBadRequest,
+		`{"os-start": null}`:                              http.StatusConflict, // not stopped
+		`{"rebuild": {}}`:                                 http.StatusBadRequest,
+		`{"rebuild": {"imageRef": "i", "key_name": "k"}}`: http.StatusBadRequest, // key_name needs 2.54
 	} {
 		if r := do(t, e.ts, http.MethodPost, act, adminToken, body, nil); r.code != code {
 			t.Errorf("POST %s: %s, want %d", body, r, code)
@@ -75,9 +75,17 @@ func TestRenameAndLock(t *testing.T) {
 	if r.code != http.StatusOK || get(t, r.json(t), "server", "name") != "db-renamed" {
 		t.Fatalf("rename: %s", r)
 	}
-	for _, bad := range []string{`{"server": {"name": ""}}`, `{"server": {}}`, `{"server": {"name": "x", "color": 1}}`} {
+	for _, bad := range []string{`{"server": {"name": ""}}`, `{"server": {"name": "x", "color": 1}}`, `{"server": {"name": " x"}}`,
+		`{"server": {"name": "a\u0000b"}}`, `{"server": {"accessIPv4": "10.0.0.300"}}`, `{"server": {"OS-DCF:diskConfig": "BOTH"}}`} {
 		if r := do(t, e.ts, http.MethodPut, path, adminToken, bad, nil); r.code != http.StatusBadRequest {
 			t.Errorf("PUT %s: %s", bad, r)
+		}
+	}
+	// Nova's update takes nothing at all, and OS-DCF:diskConfig, which its
+	// Ironic driver ignores.
+	for _, ok := range []string{`{"server": {}}`, `{"server": {"OS-DCF:diskConfig": "AUTO"}}`} {
+		if r := do(t, e.ts, http.MethodPut, path, adminToken, ok, nil); r.code != http.StatusOK || get(t, r.json(t), "server", "name") != "db-renamed" {
+			t.Errorf("PUT %s: %s", ok, r)
 		}
 	}
 	if r := do(t, e.ts, http.MethodPost, path+"/action", adminToken, `{"lock": {"locked_reason": "audit"}}`, nil); r.code != http.StatusBadRequest {

@@ -324,7 +324,7 @@ func TestComputeMicroversion(t *testing.T) {
 		}
 		if c.code != 200 {
 			key, msg := errorMessage(t, r)
-			if c.code == 406 && (key != "notAcceptable" || !strings.Contains(msg, "Minimum is 2.1 and maximum is 2.79")) {
+			if c.code == 406 && (key != "computeFault" || !strings.Contains(msg, "Minimum is 2.1 and maximum is 2.79")) {
 				t.Errorf("%v: 406 body %s", c.hdr, r.body)
 			}
 			if c.code == 400 && key != "badRequest" {

@@ -19,6 +19,11 @@ import (
 const (
 	activeImage = "7b5f2a1e-0000-4000-8000-000000000001"
 	queuedImage = "7b5f2a1e-0000-4000-8000-000000000002"
+	// Active images that need more than flavor f has: memory, a disk
+	// (min_disk), a disk as large as their data.
+	bigRAMImage  = "7b5f2a1e-0000-4000-8000-000000000003"
+	bigDiskImage = "7b5f2a1e-0000-4000-8000-000000000004"
+	bigDataImage = "7b5f2a1e-0000-4000-8000-000000000005"
 )
 
 // glanceServiceToken is corral's own token in Glance (staticSource).
@@ -43,6 +48,12 @@ func fakeGlance(t *testing.T) *httptest.Server {
 			fmt.Fprintf(w, `{"id": %q, "name": "ubuntu", "status": "active"}`, id)
 		case queuedImage:
 			fmt.Fprintf(w, `{"id": %q, "name": "empty", "status": "queued"}`, id)
+		case bigRAMImage:
+			fmt.Fprintf(w, `{"id": %q, "name": "big", "status": "active", "min_ram": 4096, "min_disk": 0, "size": 1024}`, id)
+		case bigDiskImage:
+			fmt.Fprintf(w, `{"id": %q, "name": "big", "status": "active", "min_ram": 0, "min_disk": 2, "size": 1024}`, id)
+		case bigDataImage:
+			fmt.Fprintf(w, `{"id": %q, "name": "big", "status": "active", "min_ram": 0, "min_disk": 0, "size": 2147483648}`, id)
 		default:
 			http.NotFound(w, r)
 		}
@@ -86,6 +97,9 @@ func TestImageRefWithGlance(t *testing.T) {
 		"http://images/a.qcow2":                "not a Glance image id",
 		queuedImage:                            "is not active",
 		"7b5f2a1e-0000-4000-8000-0000000000ff": "could not be found",
+		bigRAMImage:                            "Flavor's memory is too small for requested image.",
+		bigDiskImage:                           "smaller than the minimum size specified in image metadata",
+		bigDataImage:                           "Flavor's disk is too small for requested image.",
 	} {
 		r := boot(image)
 		if r.code != http.StatusBadRequest || !strings.Contains(string(r.body), want) {

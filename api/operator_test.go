@@ -196,3 +196,23 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Fatalf("%s: %v", r, err)
 	}
 }
+
+// A follower passes remove-peer on to the leader and answers what the
+// leader answered: 404 for a name raft does not know, 409 for a live
+// peer, as the leader itself does.
+func TestRemovePeerThroughFollower(t *testing.T) {
+	c := startAPICluster(t, 3, nil)
+	leader := c.h.Leader(10 * time.Second)
+	fol := c.h.Followers(leader)[0]
+	for _, ts := range []*httptest.Server{c.server(leader.Name), c.server(fol.Name)} {
+		r := do(t, ts, "POST", wire.RemovePeerPath, adminToken, `{"name":"nobody"}`, nil)
+		if r.code != http.StatusNotFound {
+			t.Errorf("remove an unknown peer: %s, want 404", r)
+		} else if key, msg := errorMessage(t, r); key != "error" || !strings.Contains(msg, "no such raft server") {
+			t.Errorf("remove an unknown peer: %s", r.body)
+		}
+		if r := do(t, ts, "POST", wire.RemovePeerPath, adminToken, `{"name":"`+leader.Name+`"}`, nil); r.code != http.StatusConflict {
+			t.Errorf("remove the live leader: %s, want 409", r)
+		}
+	}
+}

@@ -117,6 +117,20 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/servers/:id", n.GetServer, projectReaders, nil},
 		{put, nova + "/servers/:id", n.UpdateServer, projectMembers, nil},
 		{del, nova + "/servers/:id", n.DeleteServer, projectMembers, nil},
+		{get, nova + "/servers/:id/metadata", n.ListServerMetadata, projectReaders, nil},
+		{post, nova + "/servers/:id/metadata", n.SetServerMetadata(false), projectMembers, nil},
+		{put, nova + "/servers/:id/metadata", n.SetServerMetadata(true), projectMembers, nil},
+		{get, nova + "/servers/:id/metadata/:key", n.GetServerMetadataItem, projectReaders, nil},
+		{put, nova + "/servers/:id/metadata/:key", n.SetServerMetadataItem, projectMembers, nil},
+		{del, nova + "/servers/:id/metadata/:key", n.DeleteServerMetadataItem, projectMembers, nil},
+		{get, nova + "/servers/:id/tags", n.ListServerTags, projectReaders, nil},
+		{put, nova + "/servers/:id/tags", n.ReplaceServerTags, projectMembers, nil},
+		{del, nova + "/servers/:id/tags", n.DeleteServerTags, projectMembers, nil},
+		{get, nova + "/servers/:id/tags/:tag", n.GetServerTag, projectReaders, nil},
+		{put, nova + "/servers/:id/tags/:tag", n.AddServerTag, projectMembers, nil},
+		{del, nova + "/servers/:id/tags/:tag", n.DeleteServerTag, projectMembers, nil},
+		{get, nova + "/servers/:id/ips", n.ListServerIPs, projectReaders, nil},
+		{get, nova + "/servers/:id/ips/:network", n.GetServerIPs, projectReaders, nil},
 		// Server actions, carried out by the owner host.
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
 		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},
@@ -192,9 +206,9 @@ func (s *Server) routeTable() []route {
 	}
 }
 
-// mount registers the route table. Compute and Placement routes go into
-// echo groups whose middleware negotiates the microversion, also for the
-// group's unknown paths.
+// mount registers the route table. The paths under the compute and
+// Placement prefixes negotiate their microversion, their unknown paths
+// and methods too (core.Server.Group).
 func (s *Server) mount() {
 	s.core.Group(wire.ComputePrefix, nova.VersionMiddleware)
 	s.core.Group(wire.PlacementPrefix, placement.VersionMiddleware)

@@ -39,6 +39,9 @@ type Config struct {
 	// Images, when set ([glance]), checks that a boot's or rebuild's
 	// imageRef is an active Glance image.
 	Images nova.ImageService
+	// NoInstancePassword turns off [DEFAULT] enable_instance_password:
+	// creates and rebuilds answer no adminPass.
+	NoInstancePassword bool
 	// Peers authenticates the peers' endpoints (nil: every request to
 	// them is refused).
 	Peers core.Peers
@@ -74,7 +77,7 @@ func New(cfg Config, c core.Cluster) (*Server, error) {
 func newServer(cfg Config, c core.Cluster) *Server {
 	st := &core.State{Cluster: c, WriteTimeout: cfg.WriteTimeout}
 	return &Server{c: c,
-		nova:      nova.New(st, nova.Config{Images: cfg.Images, BaremetalNodes: cfg.BaremetalNodes}),
+		nova:      nova.New(st, nova.Config{Images: cfg.Images, BaremetalNodes: cfg.BaremetalNodes, NoInstancePassword: cfg.NoInstancePassword}),
 		placement: placement.New(st),
 		admin:     admin.New(st, admin.Config{OnLeave: cfg.OnLeave, Operator: cfg.Operator}),
 	}

@@ -303,6 +303,8 @@ func TestHypervisors(t *testing.T) {
 	}
 	if r := do(t, e.ts, http.MethodGet, computeBase+"/os-hypervisors/"+held+"/uptime", adminToken, "", mv("2.53")); r.code != http.StatusNotImplemented {
 		t.Errorf("uptime: %s", r)
+	} else if key, _ := errorMessage(t, r); key != "notImplemented" {
+		t.Errorf("uptime: %s, want Nova's notImplemented", r.body)
 	}
 
 	// Before 2.53, integer ids that show finds again.

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/api/nova"
 	"github.com/corral-dev/corral/fsm"
@@ -55,8 +58,10 @@ func boundaryVersions(t *testing.T) []core.Microversion {
 
 // viewWalk calls the compute API at one microversion.
 type viewWalk struct {
-	t       *testing.T
-	e       *env
+	t *testing.T
+	e *env
+	// noPass is the API of e's peer with enable_instance_password off.
+	noPass  *httptest.Server
 	mv      core.Microversion
 	schemas tempestSchemas
 }
@@ -69,7 +74,13 @@ func (w *viewWalk) at(minor int) bool {
 // the answer to Tempest's schema (none: the caller checks it).
 func (w *viewWalk) call(method, path, body, schema string) (response, map[string]any) {
 	w.t.Helper()
-	r := do(w.t, w.e.ts, method, computeBase+path, adminToken, body, mv(w.mv.String()))
+	return w.callOn(w.e.ts, method, path, body, schema)
+}
+
+// callOn is call on the API ts.
+func (w *viewWalk) callOn(ts *httptest.Server, method, path, body, schema string) (response, map[string]any) {
+	w.t.Helper()
+	r := do(w.t, ts, method, computeBase+path, adminToken, body, mv(w.mv.String()))
 	if schema != "" {
 		w.schemas.check(w.t, schema, w.mv, r)
 	}
@@ -159,10 +170,18 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 	e.propose(&fsm.SetServerTask{ID: broken, Host: s.Host, Epoch: s.Epoch, Status: fsm.StatusError,
 		Fault: &fsm.Fault{Code: 500, Message: "deploy failed", Created: time.Now()}})
 
+	srv, err := api.New(api.Config{Tokens: map[string]core.Role{adminToken: core.RoleAdmin}, Peers: e.peer.Node,
+		Logger: slog.New(slog.DiscardHandler), NoInstancePassword: true}, e.peer.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noPass := httptest.NewServer(srv.Handler())
+	t.Cleanup(noPass.Close)
+
 	versions := boundaryVersions(t)
 	t.Logf("walking %d microversions: %v", len(versions), versions)
 	for _, v := range versions {
-		w := &viewWalk{t: t, e: e, mv: v, schemas: schemas}
+		w := &viewWalk{t: t, e: e, noPass: noPass, mv: v, schemas: schemas}
 		w.servers(broken)
 		w.flavors()
 		w.keyPairs()
@@ -206,25 +225,48 @@ func (w *viewWalk) servers(broken string) {
 	w.each("server", "brief", b["servers"])
 	_, b = w.call(http.MethodGet, "/servers/detail", "", "servers/list_servers_detail")
 	w.each("server", "detail", b["servers"])
-	_, b = w.call(http.MethodPut, "/servers/"+adoptedID, `{"server": {"name": "db-1"}}`, "servers/update_server")
-	w.fields("server", "update", b["server"])
-
-	_, b = w.call(http.MethodPost, "/servers/"+adoptedID+"/action", `{"rebuild": {"imageRef": "http://images/db.qcow2"}}`, "servers/rebuild_server")
-	w.fields("server", "rebuild", b["server"])
-	s, err := w.e.peer.Node.Store().Server(adoptedID)
-	if err != nil || s.Action == nil {
-		t.Fatalf("rebuild at %s left no action: %+v, %v", w.mv, s.Action, err)
+	update := `{"server": {"name": "db-1", "accessIPv4": "192.0.2.1", "accessIPv6": "2001:db8::1"}}`
+	if w.at(19) {
+		update = `{"server": {"name": "db-1", "accessIPv4": "192.0.2.1", "description": "walked"}}`
 	}
-	w.e.propose(&fsm.FinishServerAction{ID: adoptedID, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionRebuild})
+	_, b = w.call(http.MethodPut, "/servers/"+adoptedID, update, "servers/update_server")
+	w.fields("server", "update", b["server"])
+	if w.at(26) {
+		w.call(http.MethodPut, "/servers/"+adoptedID+"/tags", `{"tags": ["walked"]}`, "")
+		_, b = w.call(http.MethodGet, "/servers/"+adoptedID, "", "servers/get_server")
+		if tags, _ := get(t, b, "server", "tags").([]any); len(tags) != 1 {
+			t.Errorf("server tags at %s: %v", w.mv, tags)
+		}
+	}
+
+	// A rebuild answers adminPass with enable_instance_password on, and
+	// not with it off: Tempest's two schemas.
+	for _, rb := range []struct {
+		ts     *httptest.Server
+		schema string
+	}{{w.e.ts, "servers/rebuild_server_with_admin_pass"}, {w.noPass, "servers/rebuild_server"}} {
+		_, b = w.callOn(rb.ts, http.MethodPost, "/servers/"+adoptedID+"/action", `{"rebuild": {"imageRef": "http://images/db.qcow2"}}`, rb.schema)
+		w.fields("server", "rebuild", b["server"])
+		s, err := w.e.peer.Node.Store().Server(adoptedID)
+		if err != nil || s.Action == nil {
+			t.Fatalf("rebuild at %s left no action: %+v, %v", w.mv, s.Action, err)
+		}
+		w.e.propose(&fsm.FinishServerAction{ID: adoptedID, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionRebuild})
+	}
 	for _, action := range []string{`{"unlock": null}`, `{"lock": null}`} {
 		w.call(http.MethodPost, "/servers/"+adoptedID+"/action", action, "servers/server_actions_common_schema")
 	}
 
-	_, b = w.call(http.MethodPost, "/servers", `{"server": {"name": "new", "imageRef": "http://images/x.qcow2", "flavorRef": "views", "networks": "none"}}`,
-		"servers/create_server")
-	w.fields("server", "create", b["server"])
-	if id, _ := get(t, b, "server", "id").(string); id != "" {
-		w.call(http.MethodDelete, "/servers/"+id, "", "servers/delete_server")
+	for _, cr := range []struct {
+		ts     *httptest.Server
+		schema string
+	}{{w.e.ts, "servers/create_server_with_admin_pass"}, {w.noPass, "servers/create_server"}} {
+		_, b = w.callOn(cr.ts, http.MethodPost, "/servers", `{"server": {"name": "new", "imageRef": "http://images/x.qcow2", "flavorRef": "views", "networks": "none"}}`,
+			cr.schema)
+		w.fields("server", "create", b["server"])
+		if id, _ := get(t, b, "server", "id").(string); id != "" {
+			w.call(http.MethodDelete, "/servers/"+id, "", "servers/delete_server")
+		}
 	}
 }
 

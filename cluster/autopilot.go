@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/corral-dev/corral/cluster/forward"
 )
 
 // quorum is the number of voters a configuration of n voters needs.
@@ -78,7 +80,22 @@ func (n *Node) RemovePeer(ctx context.Context, name string) error {
 		if n.cfg.PeerPaths.RemovePeer == "" {
 			return fmt.Errorf("remove %s: this peer has no path to pass the removal on to the leader", name)
 		}
-		return n.CallPeer(ctx, api, http.MethodPost, n.cfg.PeerPaths.RemovePeer, map[string]string{"name": name}, nil)
+		err = n.CallPeer(ctx, api, http.MethodPost, n.cfg.PeerPaths.RemovePeer, map[string]string{"name": name}, nil)
+		// The leader's refusals are this peer's: the same sentinels, so
+		// that the operator gets the leader's answer (404, 409), not a
+		// failure of the relay.
+		var pe *forward.PeerError
+		if errors.As(err, &pe) {
+			switch pe.Status {
+			case http.StatusNotFound:
+				return fmt.Errorf("remove %s: %w", name, ErrUnknownPeer)
+			case http.StatusConflict:
+				return fmt.Errorf("remove %s: %w", name, ErrPeerAlive)
+			case http.StatusServiceUnavailable:
+				return fmt.Errorf("remove %s: %w (%s)", name, ErrNoLeader, pe.Message)
+			}
+		}
+		return err
 	}
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {

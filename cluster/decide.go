@@ -81,6 +81,16 @@ func (d *decider) decide(ctx context.Context, c fsm.Command, avoid []string, bat
 		idx, err := d.decideBatched(ctx, cs, avoid)
 		return idx, nil, err
 	}
+	if cs, ok := c.(*fsm.CreateServerSets); ok && len(cs.Sets) == 1 {
+		// A boot request is always batched: its answer is the request's
+		// result, which an entry of several requests carries per request.
+		set := cs.Sets[0]
+		if set.Server.RequestID == "" {
+			set.Server.RequestID = cs.RequestID // the servers keep the request's id
+		}
+		idx, err := d.decideSetBatched(ctx, &set, avoid)
+		return idx, nil, err
+	}
 	arrived := d.refreshes.Load()
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -9,10 +9,12 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
-// pendingCreate is a new server waiting in the decider's batch queue.
+// pendingCreate is a new server, or a boot request of several (set),
+// waiting in the decider's batch queue.
 type pendingCreate struct {
 	ctx     context.Context
 	c       *fsm.CreateServer
+	set     *fsm.ServerSet
 	arrived uint64 // the decider's refreshes when it arrived
 	done    chan decided
 }
@@ -32,7 +34,19 @@ type decided struct {
 // again in the next batch, and the node mirror is refreshed once before a
 // server is answered "No valid host".
 func (d *decider) decideBatched(ctx context.Context, c *fsm.CreateServer, avoid []string) (uint64, error) {
-	w := &pendingCreate{ctx: ctx, c: c, arrived: d.refreshes.Load(), done: make(chan decided, 1)}
+	return d.queueAndDecide(&pendingCreate{ctx: ctx, c: c, arrived: d.refreshes.Load(), done: make(chan decided, 1)}, avoid)
+}
+
+// decideSetBatched decides a boot request (fsm.ServerSet) as
+// decideBatched decides a server: the requests queued together are
+// committed in one fsm.CreateServerSets entry (those of single servers in
+// their own fsm.CreateServers entry), at most fsm.MaxSetServers servers
+// an entry.
+func (d *decider) decideSetBatched(ctx context.Context, set *fsm.ServerSet, avoid []string) (uint64, error) {
+	return d.queueAndDecide(&pendingCreate{ctx: ctx, set: set, arrived: d.refreshes.Load(), done: make(chan decided, 1)}, avoid)
+}
+
+func (d *decider) queueAndDecide(w *pendingCreate, avoid []string) (uint64, error) {
 	d.queueMu.Lock()
 	d.queue = append(d.queue, w)
 	d.queueMu.Unlock()
@@ -75,13 +89,48 @@ func (d *decider) decideBatch(batch []*pendingCreate, avoid []string) {
 		}
 		live = append(live, w)
 	}
-	if len(live) == 0 {
-		return
+	var creates []*pendingCreate
+	var sets [][]*pendingCreate
+	servers := 0
+	for _, w := range live {
+		if w.set == nil {
+			creates = append(creates, w)
+			continue
+		}
+		if n := len(w.set.Members); len(sets) == 0 || servers+n > fsm.MaxSetServers {
+			sets, servers = append(sets, nil), 0
+		}
+		sets[len(sets)-1] = append(sets[len(sets)-1], w)
+		servers += len(w.set.Members)
+	}
+	if len(creates) > 0 {
+		d.commitBatch(creates, avoid)
+	}
+	for _, group := range sets {
+		d.commitBatch(group, avoid)
+	}
+}
+
+// batchEntry is the entry of a batch: all single servers, or all boot
+// requests.
+func batchEntry(live []*pendingCreate) fsm.Command {
+	if live[0].set != nil {
+		entry := &fsm.CreateServerSets{Sets: make([]fsm.ServerSet, len(live))}
+		for i, w := range live {
+			entry.Sets[i] = *w.set
+		}
+		return entry
 	}
 	entry := &fsm.CreateServers{Servers: make([]fsm.CreateServer, len(live))}
 	for i, w := range live {
 		entry.Servers[i] = *w.c
 	}
+	return entry
+}
+
+// commitBatch decides and commits the requests of one entry.
+func (d *decider) commitBatch(live []*pendingCreate, avoid []string) {
+	entry := batchEntry(live)
 	var dec fsm.Decision
 	refreshed := false
 	for {
@@ -116,7 +165,7 @@ func (d *decider) decideBatch(batch []*pendingCreate, avoid []string) {
 	}
 	res, ok := v.(fsm.BatchResult)
 	if !ok || len(res) != len(live) {
-		err := fmt.Errorf("cluster: a CreateServers entry at index %d answered %T for %d servers: check the log of this peer", idx, v, len(live))
+		err := fmt.Errorf("cluster: a %s entry at index %d answered %T for %d requests: check the log of this peer", entry.Type(), idx, v, len(live))
 		for _, w := range live {
 			w.done <- decided{idx: idx, err: err}
 		}

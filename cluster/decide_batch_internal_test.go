@@ -252,3 +252,60 @@ func BenchmarkDecideBatched(b *testing.B) {
 		made += n
 	}
 }
+
+// Boot requests of several servers queued together share an entry of at
+// most fsm.MaxSetServers servers; each request is answered on its own.
+func TestBatchedBootRequestsShareEntries(t *testing.T) {
+	l := bareMetalFixture(t)
+	l.hold, l.recorded = make(chan struct{}), make(chan struct{}, 100)
+	d := newDecider(l.s, l)
+	const requests, size = 3, 600
+	errs := make([]error, requests)
+	var wg sync.WaitGroup
+	start := func(i int) {
+		wg.Go(func() {
+			set := fsm.ServerSet{ReservationID: fmt.Sprintf("r-%08d", i), MinCount: 1,
+				Server: fsm.CreateServer{Meta: fsm.Meta{RequestID: fmt.Sprintf("req-%d", i)}, Name: "web", FlavorID: "bm", ImageRef: "img"}}
+			for j := range size {
+				set.Members = append(set.Members, fsm.SetMember{ID: sid(i*size + j)})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, _, errs[i] = d.decide(ctx, &fsm.CreateServerSets{Sets: []fsm.ServerSet{set}}, nil, true)
+		})
+	}
+	start(0)
+	<-l.recorded // the first request's entry waits; the others queue behind it
+	start(1)
+	start(2)
+	waitQueued(t, d, 2)
+	close(l.hold)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if len(l.batches) != 3 {
+		t.Fatalf("%d entries, want 3: two queued requests of %d servers exceed %d", len(l.batches), size, fsm.MaxSetServers)
+	}
+	placed := 0
+	for _, s := range l.s.Servers() {
+		if s.Host != "" {
+			placed++
+		}
+		if want := fmt.Sprintf("req-%d", indexOf(s.ReservationID)); s.RequestID != want {
+			t.Fatalf("server %s of %s has request id %q, want %q", s.ID, s.ReservationID, s.RequestID, want)
+		}
+	}
+	if placed != 10 {
+		t.Fatalf("%d servers placed on 10 nodes", placed)
+	}
+}
+
+// indexOf is the request number of a reservation id r-%08d.
+func indexOf(res string) int {
+	var i int
+	_, _ = fmt.Sscanf(res, "r-%08d", &i)
+	return i
+}

@@ -66,11 +66,20 @@ func (l *fakeLog) ok(c fsm.Command) {
 }
 
 func (l *fakeLog) commit(_ context.Context, c fsm.Command) (uint64, any, error) {
-	if cs, ok := c.(*fsm.CreateServers); ok {
-		var ids []string
+	var ids []string
+	switch cs := c.(type) {
+	case *fsm.CreateServers:
 		for _, s := range cs.Servers {
 			ids = append(ids, s.ID)
 		}
+	case *fsm.CreateServerSets:
+		for _, set := range cs.Sets {
+			for _, m := range set.Members {
+				ids = append(ids, m.ID)
+			}
+		}
+	}
+	if ids != nil {
 		l.mu.Lock()
 		l.batches = append(l.batches, ids)
 		l.mu.Unlock()

@@ -64,6 +64,10 @@ type ServerAction struct {
 	RequestID string `json:"request_id,omitempty"`
 	// Intent is the side effect the owner last said it was about to take.
 	Intent *ActionIntent `json:"intent,omitempty"`
+	// PreserveEphemeral asks a rebuild to keep the node's ephemeral
+	// partition (Ironic's instance_info/preserve_ephemeral; RebuildServer
+	// sets it, snapshot format 4 carries it).
+	PreserveEphemeral bool `json:"preserve_ephemeral,omitempty"`
 }
 
 // RequestServerAction commits a user's action on a server.
@@ -136,31 +140,41 @@ func applyRequestServerAction(st *state, c *RequestServerAction) (any, error) {
 
 // requestAction commits the action c asks for, keeping requestID with it.
 func requestAction(st *state, c *RequestServerAction, requestID string) (any, error) {
+	s, err := startAction(st, c, requestID)
+	if err != nil {
+		return nil, err
+	}
+	st.putServer(s)
+	return cloneServer(s), nil
+}
+
+// startAction checks the action c asks for and returns a copy of the
+// server with it in progress, changing nothing.
+func startAction(st *state, c *RequestServerAction, requestID string) (Server, error) {
 	s, ok := st.servers[c.ID]
 	if !ok || s.Status == StatusDeleted {
-		return nil, errServerNotFound(c.ID)
+		return Server{}, errServerNotFound(c.ID)
 	}
 	task, known := actionTask[c.Kind]
 	switch {
 	case !known:
-		return nil, fmt.Errorf("%w: server action %q is unknown", ErrInvalid, c.Kind)
+		return Server{}, fmt.Errorf("%w: server action %q is unknown", ErrInvalid, c.Kind)
 	case c.Kind == ActionRebuild && c.ImageRef == "":
-		return nil, fmt.Errorf("%w: a rebuild needs an image", ErrInvalid)
+		return Server{}, fmt.Errorf("%w: a rebuild needs an image", ErrInvalid)
 	case c.Kind != ActionRebuild && c.ImageRef != "":
-		return nil, fmt.Errorf("%w: only a rebuild takes an image", ErrInvalid)
+		return Server{}, fmt.Errorf("%w: only a rebuild takes an image", ErrInvalid)
 	case s.Locked && !c.Admin:
-		return nil, fmt.Errorf("%w: Instance %s is locked", ErrConflict, c.ID)
+		return Server{}, fmt.Errorf("%w: Instance %s is locked", ErrConflict, c.ID)
 	case s.TaskState != "":
-		return nil, fmt.Errorf("%w: Cannot '%s' instance %s while it is in task_state %s", ErrConflict, c.Kind, c.ID, s.TaskState)
+		return Server{}, fmt.Errorf("%w: Cannot '%s' instance %s while it is in task_state %s", ErrConflict, c.Kind, c.ID, s.TaskState)
 	case !actionAllowed(c.Kind, s.Status) || s.Host == "" || s.NodeUUID == "" && st.hosts[s.Host].Kind != KindHypervisor:
-		return nil, fmt.Errorf("%w: Cannot '%s' instance %s while it is in vm_state %s", ErrConflict, c.Kind, c.ID, vmStateOf(s.Status))
+		return Server{}, fmt.Errorf("%w: Cannot '%s' instance %s while it is in vm_state %s", ErrConflict, c.Kind, c.ID, vmStateOf(s.Status))
 	}
 	s = cloneServer(s)
 	s.TaskState = task
 	s.Action = &ServerAction{Kind: c.Kind, ImageRef: c.ImageRef, RequestedAt: c.At.UTC(), RequestID: requestID}
 	s.UpdatedAt = c.At.UTC()
-	st.putServer(s)
-	return cloneServer(s), nil
+	return s, nil
 }
 
 func vmStateOf(status ServerStatus) string {
@@ -207,6 +221,7 @@ func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
 		s.ImageRef = s.Action.ImageRef
 	}
 	s.TaskState, s.Action, s.UpdatedAt = "", nil, at
+	clearAdminPass(&s) // the rebuild was sent
 	st.putServer(s)
 	return cloneServer(s), nil
 }

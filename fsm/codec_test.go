@@ -75,7 +75,7 @@ func TestIsIgnorableAndString(t *testing.T) {
 	if got := CmdCreateFlavor.String(); got != "CreateFlavor" {
 		t.Errorf("String() = %q", got)
 	}
-	if got := CommandType(42).String(); got != "CommandType(42)" {
+	if got := CommandType(99).String(); got != "CommandType(99)" {
 		t.Errorf("String() = %q", got)
 	}
 	want := []CommandType{CmdRegisterHost, CmdSetHostStatus, CmdCreateFlavor, CmdDeleteFlavor,
@@ -84,7 +84,9 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdReportInventory, CmdMigrateFlavors, CmdAdoptServer, CmdPurgeServers,
 		CmdUpdateFlavor, CmdSetFlavorAccess, CmdCreateKeyPair, CmdDeleteKeyPair,
 		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdStartServerAction, CmdCreateServers, CmdReserveNodeAndTask,
-		CmdRequestServerActionWithID, CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas}
+		CmdRequestServerActionWithID, CmdCreateServerSets, CmdUpdateServerFields, CmdRebuildServer,
+		CmdSetServerMetadata, CmdSetServerTags,
+		CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

@@ -50,7 +50,12 @@ const (
 	CmdReserveNodeAndTask CommandType = 33
 	// 34..39: batching and mass provisioning.
 	CmdRequestServerActionWithID CommandType = 40
-	// 41..45: server surfaces.
+	// 41..45: the server fields and surfaces of Nova's API.
+	CmdCreateServerSets   CommandType = 41
+	CmdUpdateServerFields CommandType = 42
+	CmdRebuildServer      CommandType = 43
+	CmdSetServerMetadata  CommandType = 44
+	CmdSetServerTags      CommandType = 45
 	CmdEnableFeature     CommandType = 46
 	CmdCreateServerGroup CommandType = 47
 	CmdDeleteServerGroup CommandType = 48

@@ -23,6 +23,8 @@ func (s *Store) Prepare(c Command) {
 		*c = *d.Command.(*CreateServer)
 	case *CreateServers:
 		*c = *d.Command.(*CreateServers)
+	case *CreateServerSets:
+		*c = *d.Command.(*CreateServerSets)
 	case *AdoptServer:
 		*c = *d.Command.(*AdoptServer)
 	case *ReassignServers:

@@ -112,6 +112,19 @@ func sampleCommands() []Command {
 		&CreateServerGroup{Meta: m, Group: ServerGroup{ID: "g1", Name: "web", Policy: "anti-affinity", ProjectID: "p1",
 			UserID: "u1", MaxServerPerHost: 2}},
 		&DeleteServerGroup{Meta: m, ID: "g1"},
+		&CreateServerSets{Meta: m, Sets: []ServerSet{{ReservationID: "r-0a1b2c3d", MinCount: 1,
+			Server: CreateServer{Meta: Meta{RequestID: "req-3"}, Name: "web", FlavorID: "f1", ImageRef: "img-1",
+				Metadata: map[string]string{"role": "web"}, KeyName: "laptop", ProjectID: "p1", UserID: "u1"},
+			Fields: ServerFields{Description: ptr("front"), AccessIPv4: "192.0.2.7", AccessIPv6: "2001:db8::7", Tags: []string{"a", "b"}},
+			Members: []SetMember{{ID: "s4", Host: "node-1", Claim: map[string]map[string]int64{"n4": {"CUSTOM_GOLD": 1}}},
+				{ID: "s5", NoValidHost: "No valid host was found."}}}}},
+		&UpdateServerFields{Meta: m, ID: "s1", Name: ptr("web-3"), Description: &StringChange{Null: true},
+			AccessIPv4: ptr("192.0.2.8"), AccessIPv6: ptr("")},
+		&RebuildServer{Meta: m, ID: "s1", ImageRef: "img-3", Admin: true, Name: ptr("web-4"), SetMetadata: true,
+			Metadata: map[string]string{"k": "v"}, Description: &StringChange{Value: "rebuilt"}, AccessIPv4: ptr("192.0.2.9"),
+			KeyName: &StringChange{Value: "laptop"}, UserID: "u1", UserData: &StringChange{Null: true}, PreserveEphemeral: true},
+		&SetServerMetadata{Meta: m, ID: "s1", Op: MetadataMerge, Metadata: map[string]string{"k": "v2"}, Admin: true},
+		&SetServerTags{Meta: m, ID: "s1", Op: TagAdd, Tag: "blue"},
 	}
 }
 

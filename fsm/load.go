@@ -50,6 +50,9 @@ func (st *state) count(s Server) {
 		st.format3++
 	}
 	st.usage.countServer(&s, 1)
+	if needsFormat4(&s) {
+		st.format4++
+	}
 }
 
 func (st *state) uncount(s Server) {
@@ -62,6 +65,9 @@ func (st *state) uncount(s Server) {
 		st.format3--
 	}
 	st.usage.countServer(&s, -1)
+	if needsFormat4(&s) {
+		st.format4--
+	}
 }
 
 // hostLoad returns the number of live servers of every host (hosts

@@ -86,6 +86,29 @@ func (p *pendingClaims) add(c *CreateServer) {
 	}
 }
 
+// remove takes back the decision of c that add counted (a boot request
+// whose servers are placed whole or not at all gives back those it
+// placed when it falls short).
+func (p *pendingClaims) remove(c *CreateServer) {
+	if p == nil || c.Host == "" {
+		return
+	}
+	if p.load[c.Host]--; p.load[c.Host] <= 0 {
+		delete(p.load, c.Host)
+	}
+	for prov, rcs := range c.Claim {
+		u := p.usage[prov]
+		for rc, n := range rcs {
+			if u[rc] -= n; u[rc] <= 0 {
+				delete(u, rc)
+			}
+		}
+		if len(u) == 0 {
+			delete(p.usage, prov)
+		}
+	}
+}
+
 // schedule fills c.Host and c.Claim from the current state: the flavor's
 // request (sched.Parse), allocation candidates from Placement seeded with
 // the server id, then sched.Place, which drops candidates lacking a
@@ -272,13 +295,27 @@ func claim(st *state, consumer, project, user string, allocs map[string]map[stri
 		return nil
 	}
 	err := st.placement.SetAllocations(consumer, placement.ConsumerAllocations{ProjectID: project, UserID: user, Allocations: allocs})
+	return claimErr(err, "server "+consumer)
+}
+
+// claimAll writes the allocations of several new servers at once (the
+// servers of one boot request): all of them, or none when one no longer
+// fits, with claim's errors.
+func claimAll(st *state, claims map[string]placement.ConsumerAllocations) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	return claimErr(st.placement.SetAllocationsMulti(claims), "a server of the request")
+}
+
+func claimErr(err error, who string) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, placement.ErrNotEnough):
 		return fmt.Errorf("%w: the claim no longer fits, retry the request: %w", ErrStaleDecision, err)
 	case errors.Is(err, placement.ErrConcurrentUpdate):
-		return fmt.Errorf("%w: server %s already holds allocations in Placement: %w", ErrConflict, consumer, err)
+		return fmt.Errorf("%w: %s already holds allocations in Placement: %w", ErrConflict, who, err)
 	}
 	return placementErr(err)
 }

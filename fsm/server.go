@@ -86,6 +86,33 @@ type Server struct {
 	Action       *ServerAction `json:"action,omitempty"`
 	Locked       bool          `json:"locked,omitempty"`
 	LockedReason string        `json:"locked_reason,omitempty"`
+	// The fields of Nova's API that snapshot format 4 carries
+	// (server_fields.go), written only by commands every live peer knows.
+	// ReservationID and LaunchIndex are the boot request the server came
+	// from (Nova's multiple create) and its place among the request's
+	// servers; Description is nil for Nova's null; AccessIPv4 and
+	// AccessIPv6 are "" for none; Tags are sorted and unique.
+	ReservationID string   `json:"reservation_id,omitempty"`
+	LaunchIndex   int      `json:"launch_index,omitempty"`
+	Description   *string  `json:"description,omitempty"`
+	AccessIPv4    string   `json:"access_ip_v4,omitempty"`
+	AccessIPv6    string   `json:"access_ip_v6,omitempty"`
+	Tags          []string `json:"tags,omitempty"`
+	// AdminPass is the password a create or rebuild gave the server, for
+	// its owner to write into the config drive (meta_data admin_pass, as
+	// Nova's Ironic driver does). It is kept only until the owner reports
+	// the deploy or rebuild done (clearAdminPass): no view shows it and
+	// no JSON carries it; snapshot format 4 does while it is held.
+	AdminPass string `json:"-"`
+}
+
+// MaxAdminPassLen bounds a server's admin password.
+const MaxAdminPassLen = 255
+
+// clearAdminPass forgets s's admin password once the request that
+// delivers it to the node was sent: the build or rebuild is over.
+func clearAdminPass(s *Server) {
+	s.AdminPass = ""
 }
 
 // Hostname is the server's host name as Nova derives it from the name
@@ -116,6 +143,11 @@ func cloneServer(s Server) Server {
 	s.Claim = cloneClaim(s.Claim)
 	s.Networks = slices.Clone(s.Networks)
 	s.Metadata = maps.Clone(s.Metadata)
+	s.Tags = slices.Clone(s.Tags)
+	if s.Description != nil {
+		d := *s.Description
+		s.Description = &d
+	}
 	if s.Fault != nil {
 		f := *s.Fault
 		s.Fault = &f
@@ -255,34 +287,55 @@ func (c *CreateServer) undecided(avoid []string) *CreateServer {
 const maxServerNameLen = 255
 
 func applyCreateServer(st *state, c *CreateServer) (any, error) {
-	if c.ID == "" || len(c.ID) > MaxFlavorIDLen {
-		return nil, fmt.Errorf("%w: server id must be 1 to %d characters", ErrInvalid, MaxFlavorIDLen)
-	}
-	if c.Name == "" || len(c.Name) > maxServerNameLen {
-		return nil, fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
-	}
-	if c.ImageRef == "" {
-		return nil, fmt.Errorf("%w: imageRef is required: bare-metal servers boot from an image", ErrInvalid)
-	}
-	if len(c.ProjectID) > maxServerNameLen || len(c.UserID) > maxServerNameLen {
-		return nil, fmt.Errorf("%w: project and user ids must be at most %d characters", ErrInvalid, maxServerNameLen)
-	}
-	if _, dup := st.servers[c.ID]; dup {
-		return nil, fmt.Errorf("%w: server %s already exists", ErrConflict, c.ID)
-	}
-	f, ok := st.flavors[c.FlavorID]
-	if !ok {
-		return nil, fmt.Errorf("%w: flavor %s does not exist: list flavors for valid flavorRef values", ErrInvalid, c.FlavorID)
-	}
-	keyData, err := bootKey(st, c)
+	s, err := prepareServer(st, c)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.checkCreateQuota(c, f); err != nil { // quota_check.go
+	if err := st.checkCreateQuota(c, s.Flavor); err != nil { // quota_check.go
 		return nil, err
 	}
-	if err := checkGroup(st, c); err != nil {
+	if err := checkGroup(st, c, nil); err != nil { // server_group.go
 		return nil, err
+	}
+	if s.Host != "" {
+		// Every check is done: the claim is the last step that can fail,
+		// and it writes nothing when it fails.
+		if err := claim(st, c.ID, s.Project(), s.User(), c.Claim); err != nil {
+			return nil, err
+		}
+		s.Claim = c.Claim
+	}
+	st.putServer(s)
+	st.joinGroup(c.Group, c.ID)
+	return cloneServer(s), nil
+}
+
+// prepareServer checks c against st and returns the server it records,
+// changing nothing: the placement claim (c.Claim, for a server with a
+// Host) is the caller's to write before it stores the server.
+func prepareServer(st *state, c *CreateServer) (Server, error) {
+	if c.ID == "" || len(c.ID) > MaxFlavorIDLen {
+		return Server{}, fmt.Errorf("%w: server id must be 1 to %d characters", ErrInvalid, MaxFlavorIDLen)
+	}
+	if c.Name == "" || len(c.Name) > maxServerNameLen {
+		return Server{}, fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	}
+	if c.ImageRef == "" {
+		return Server{}, fmt.Errorf("%w: imageRef is required: bare-metal servers boot from an image", ErrInvalid)
+	}
+	if len(c.ProjectID) > maxServerNameLen || len(c.UserID) > maxServerNameLen {
+		return Server{}, fmt.Errorf("%w: project and user ids must be at most %d characters", ErrInvalid, maxServerNameLen)
+	}
+	if _, dup := st.servers[c.ID]; dup {
+		return Server{}, fmt.Errorf("%w: server %s already exists", ErrConflict, c.ID)
+	}
+	f, ok := st.flavors[c.FlavorID]
+	if !ok {
+		return Server{}, fmt.Errorf("%w: flavor %s does not exist: list flavors for valid flavorRef values", ErrInvalid, c.FlavorID)
+	}
+	keyData, err := bootKey(st, c)
+	if err != nil {
+		return Server{}, err
 	}
 	at := c.At.UTC()
 	s := Server{ID: c.ID, Name: c.Name, Flavor: cloneFlavor(f), ImageRef: c.ImageRef,
@@ -296,41 +349,33 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 		}
 		s.Status = StatusError
 		s.Fault = &Fault{Code: 500, Created: at, Message: msg}
-	} else {
-		h, ok := st.hosts[c.Host]
-		if !ok || h.Status != HostUp {
-			return nil, fmt.Errorf("%w: host %s chosen for server %s is no longer up; retry the request", ErrStaleDecision, c.Host, c.ID)
-		}
-		if h.Drained {
-			return nil, fmt.Errorf("%w: host %s chosen for server %s is drained; retry the request", ErrStaleDecision, c.Host, c.ID)
-		}
-		// Providers in sorted order: the order decides which error a bad
-		// claim gets, and Apply must answer the same on every peer.
-		for _, prov := range sortedKeys(c.Claim) {
-			if _, isNode := st.nodes[prov]; isNode {
-				if h.Kind != KindIronic {
-					return nil, fmt.Errorf("%w: host %s cannot serve Ironic node %s", ErrInvalid, c.Host, prov)
-				}
-				if s.ClaimedNode != "" {
-					return nil, fmt.Errorf("%w: server %s claims two Ironic nodes (%s, %s): a server is one node", ErrInvalid, c.ID, s.ClaimedNode, prov)
-				}
-				s.ClaimedNode = prov
-			} else if prov != HostProviderUUID(c.Host) {
-				return nil, fmt.Errorf("%w: host %s cannot serve resource provider %s", ErrInvalid, c.Host, prov)
-			}
-		}
-		// Every check is done: the claim is the last step that can fail,
-		// and it writes nothing when it fails.
-		if err := claim(st, c.ID, s.Project(), s.User(), c.Claim); err != nil {
-			return nil, err
-		}
-		s.Claim = c.Claim
-		s.Status, s.TaskState, s.Host, s.Epoch = StatusBuild, TaskScheduling, c.Host, 1
-		s.EpochIndex, s.OwnerSince, s.OwnerReason = st.index, at, "placed at creation (fewest servers)"
+		return s, nil
 	}
-	st.putServer(s)
-	st.joinGroup(c.Group, c.ID)
-	return cloneServer(s), nil
+	h, ok := st.hosts[c.Host]
+	if !ok || h.Status != HostUp {
+		return Server{}, fmt.Errorf("%w: host %s chosen for server %s is no longer up; retry the request", ErrStaleDecision, c.Host, c.ID)
+	}
+	if h.Drained {
+		return Server{}, fmt.Errorf("%w: host %s chosen for server %s is drained; retry the request", ErrStaleDecision, c.Host, c.ID)
+	}
+	// Providers in sorted order: the order decides which error a bad
+	// claim gets, and Apply must answer the same on every peer.
+	for _, prov := range sortedKeys(c.Claim) {
+		if _, isNode := st.nodes[prov]; isNode {
+			if h.Kind != KindIronic {
+				return Server{}, fmt.Errorf("%w: host %s cannot serve Ironic node %s", ErrInvalid, c.Host, prov)
+			}
+			if s.ClaimedNode != "" {
+				return Server{}, fmt.Errorf("%w: server %s claims two Ironic nodes (%s, %s): a server is one node", ErrInvalid, c.ID, s.ClaimedNode, prov)
+			}
+			s.ClaimedNode = prov
+		} else if prov != HostProviderUUID(c.Host) {
+			return Server{}, fmt.Errorf("%w: host %s cannot serve resource provider %s", ErrInvalid, c.Host, prov)
+		}
+	}
+	s.Status, s.TaskState, s.Host, s.Epoch = StatusBuild, TaskScheduling, c.Host, 1
+	s.EpochIndex, s.OwnerSince, s.OwnerReason = st.index, at, "placed at creation (fewest servers)"
+	return s, nil
 }
 
 // fence checks that host at epoch still owns the server.
@@ -380,6 +425,9 @@ func applySetServerTask(st *state, c *SetServerTask) (any, error) {
 		s.Claim, s.ClaimedNode = nil, ""
 	}
 	s.TaskState = c.TaskState
+	if s.Status != StatusBuild && s.Action == nil {
+		clearAdminPass(&s) // the deploy was sent (or will never be)
+	}
 	if cur := st.servers[c.ID].TaskState; cur == TaskDeleting && s.Status != StatusDeleted {
 		// A requested delete stays requested until the owner finishes it.
 		s.TaskState = TaskDeleting

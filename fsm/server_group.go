@@ -153,7 +153,9 @@ func schedGroup(st *state, groupID, serverID string) *sched.Group {
 // checkGroup refuses a new server's group hint that names no group, and
 // a decision its group's hard policy no longer allows (a member placed in
 // between): the leader decides again.
-func checkGroup(st *state, c *CreateServer) error {
+// pending counts, per host, the members of the group decided before c in
+// the same boot request (not stored yet).
+func checkGroup(st *state, c *CreateServer, pending map[string]int) error {
 	if c.Group == "" {
 		return nil
 	}
@@ -164,7 +166,12 @@ func checkGroup(st *state, c *CreateServer) error {
 	if g == nil {
 		return fmt.Errorf("%w: Invalid server group: instance group %s could not be found", ErrInvalid, c.Group)
 	}
-	if in := st.groups[c.Group]; !st.quotaAllows(c.ProjectID, c.UserID, QuotaServerGroupMembers, int64(len(in.Members)), 1) {
+	queued := 0
+	for h, n := range pending {
+		g.Members[h] += n
+		queued += n
+	}
+	if in := st.groups[c.Group]; !st.quotaAllows(c.ProjectID, c.UserID, QuotaServerGroupMembers, int64(len(in.Members)+queued), 1) {
 		return quotaExceeded("Quota exceeded, too many servers in group")
 	}
 	if c.Host != "" && !g.Allows(c.Host) {

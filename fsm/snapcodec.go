@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// The binary record bodies of snapshot format versions 2 and 3 (3 adds
-// the request id and intent of a server's action). The big record
+// The binary record bodies of snapshot format versions 2 to 4 (3 adds
+// the request id and intent of a server's action, 4 the server fields of
+// Nova's API, at the end of the server's record). The big record
 // kinds (servers, nodes, placement) are written field by field with
 // append-style encoders, no reflection:
 //
@@ -319,7 +320,7 @@ func appendServer(b []byte, s *Server, version uint16) []byte {
 		b = appendStr(b, s.Action.Kind)
 		b = appendStr(b, s.Action.ImageRef)
 		b = appendTime(b, s.Action.RequestedAt)
-		if version >= 3 {
+		if version >= snapshotVersionIntents {
 			b = appendStr(b, s.Action.RequestID)
 			in := s.Action.Intent
 			b = appendBool(b, in != nil)
@@ -331,9 +332,25 @@ func appendServer(b []byte, s *Server, version uint16) []byte {
 				b = appendTime(b, in.At)
 			}
 		}
+		if version >= snapshotVersionFields {
+			b = appendBool(b, s.Action.PreserveEphemeral)
+		}
 	}
 	b = appendBool(b, s.Locked)
-	return appendStr(b, s.LockedReason)
+	b = appendStr(b, s.LockedReason)
+	if version < snapshotVersionFields {
+		return b
+	}
+	b = appendStr(b, s.ReservationID)
+	b = appendInt(b, int64(s.LaunchIndex))
+	b = appendBool(b, s.Description != nil)
+	if s.Description != nil {
+		b = appendStr(b, *s.Description)
+	}
+	b = appendStr(b, s.AccessIPv4)
+	b = appendStr(b, s.AccessIPv6)
+	b = appendStrs(b, s.Tags)
+	return appendStr(b, s.AdminPass)
 }
 
 func appendClaim(b []byte, c map[string]map[string]int64) []byte {
@@ -409,14 +426,25 @@ func decodeServer(body string, version uint16) (Server, error) {
 	s.ProjectID, s.UserID, s.KeyName, s.KeyData, s.UserData = d.str(), d.str(), d.str(), d.str(), d.str()
 	if d.present() {
 		s.Action = &ServerAction{Kind: d.str(), ImageRef: d.str(), RequestedAt: d.time()}
-		if version >= 3 {
+		if version >= snapshotVersionIntents {
 			s.Action.RequestID = d.str()
 			if d.present() {
 				s.Action.Intent = &ActionIntent{Host: d.str(), Epoch: d.uint(), Step: d.str(), Witness: d.str(), At: d.time()}
 			}
 		}
+		if version >= snapshotVersionFields {
+			s.Action.PreserveEphemeral = d.bool()
+		}
 	}
 	s.Locked, s.LockedReason = d.bool(), d.str()
+	if version >= snapshotVersionFields {
+		s.ReservationID, s.LaunchIndex = d.str(), int(d.int())
+		if d.present() {
+			desc := d.str()
+			s.Description = &desc
+		}
+		s.AccessIPv4, s.AccessIPv6, s.Tags, s.AdminPass = d.str(), d.str(), d.strs(), d.str()
+	}
 	return s, d.done("server")
 }
 

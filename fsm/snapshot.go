@@ -26,16 +26,23 @@ import (
 // adds RecordSettings. Version 3 adds to a server's action the request
 // id and the owner's intent (fsm/action_intent.go); it is written only
 // while some server's action holds them, which only commands that every
-// live peer knows can write, and version 2 otherwise. This peer reads
-// all three versions.
+// live peer knows can write, and version 2 otherwise. Version 4 adds the
+// server fields of Nova's API (fsm/server_fields.go: reservation id and
+// launch index, description, access addresses, tags, a rebuild's
+// preserve_ephemeral), written on the same terms: only while a server
+// holds one of them. This peer reads all four versions.
 const (
 	SnapshotMagic   = "CORRALSN"
-	SnapshotVersion = 3
+	SnapshotVersion = snapshotVersionFields
 
 	// snapshotVersionJSON is the first format: JSON bodies only.
 	snapshotVersionJSON = 1
 	// snapshotVersionBinary is the first format with binary records.
 	snapshotVersionBinary = 2
+	// snapshotVersionIntents adds the request id and intent of actions.
+	snapshotVersionIntents = 3
+	// snapshotVersionFields adds the server fields of Nova's API.
+	snapshotVersionFields = 4
 
 	// SnapshotVersionBase is the format written while nothing in the
 	// state needs SnapshotVersion's additions (see above).

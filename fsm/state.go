@@ -53,6 +53,10 @@ type state struct {
 	// 2 cannot carry (index, kept by putServer and removeServer): while it
 	// is zero, snapshots are written in format 2, which older peers read.
 	format3 int
+	// format4 counts the servers that hold what format 3 cannot carry
+	// (server_fields.go; index, kept the same way): while it is zero,
+	// snapshots are written in format 3 or 2.
+	format4 int
 
 	// frozen, set only in a snapshot copy (clone), holds the framed
 	// records of the binary record types as they were encoded under the
@@ -138,8 +142,11 @@ func (st *state) clone() *state {
 // snapshotVersion is the format st is written in: the oldest that holds
 // all of it.
 func (st *state) snapshotVersion() uint16 {
-	if st.format3 > 0 {
-		return SnapshotVersion
+	switch {
+	case st.format4 > 0:
+		return snapshotVersionFields
+	case st.format3 > 0:
+		return snapshotVersionIntents
 	}
 	return snapshotVersionBinary
 }

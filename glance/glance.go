@@ -27,6 +27,11 @@ type Image struct {
 	ID     string `json:"id"`
 	Name   string `json:"name"`
 	Status string `json:"status"` // "active" once its data is uploaded
+	// MinRAM (MiB) and MinDisk (GiB) are the least a flavor must have to
+	// boot the image; Size is its data's, in bytes (0: not uploaded).
+	MinRAM  int64 `json:"min_ram"`
+	MinDisk int64 `json:"min_disk"`
+	Size    int64 `json:"size"`
 }
 
 // TokenSource gives the client the token of corral's own service user

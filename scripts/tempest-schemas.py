@@ -39,13 +39,14 @@ CLIENT = "tempest.lib.services.compute."
 FILES = {
     "servers": {
         "client": ("servers_client", "ServersClient"),
-        # Not the *_with_admin_pass schemas: corral sets no admin password
-        # (Tempest runs with enable_instance_password = False).
+        # With the *_with_admin_pass schemas, which Tempest takes when
+        # enable_instance_password is on (corral's default, as Nova's).
         "versioned": ["get_server", "list_servers", "list_servers_detail", "update_server",
-                      "rebuild_server", "show_instance_action"],
+                      "rebuild_server", "rebuild_server_with_admin_pass", "show_instance_action"],
         "fixed": {
             "list_instance_actions": "v2_1.servers",
             "create_server": "v2_1.servers",
+            "create_server_with_admin_pass": "v2_1.servers",
             "delete_server": "v2_1.servers",
             "server_actions_common_schema": "v2_1.servers",
         },

@@ -33,4 +33,6 @@ const (
 type NovaError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	// RetryAfter is the Retry-After of a 413 or 429 (overLimit), when set.
+	RetryAfter string `json:"retryAfter,omitempty"`
 }

@@ -103,7 +103,7 @@ func (h *Handlers) RemovePeer(c echo.Context) error {
 	if req.Name == "" {
 		return core.BadRequest("name is empty: give the raft server (peer name) to remove")
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), h.st.WriteTimeout)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), h.st.Timeout())
 	defer cancel()
 	err := op.RemovePeer(ctx, req.Name)
 	switch {

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -119,17 +118,15 @@ func RequireAdmin(c echo.Context) error {
 }
 
 // authMiddleware authenticates the token and checks it against the role
-// the route table requires. A request that matches no route (404, 405)
-// needs a valid token, and an admin one for anything but GET and HEAD.
+// the route table requires. A request that matches no route (404), or no
+// method of its path (405), needs a valid token with a role, whatever its
+// method: it is answered 404 or 405, as Nova answers, never 403.
 func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		m := c.Request().Method
 		need, known := s.roles[m+" "+c.Path()]
 		if !known {
 			need = RoleProjectReader
-			if m != http.MethodGet && m != http.MethodHead {
-				need = RoleAdmin
-			}
 		}
 		if need == RolePublic {
 			return next(c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -27,6 +28,7 @@ type CodedError interface {
 func Classify(err error) (int, string) {
 	var he *echo.HTTPError
 	var ce CodedError
+	var pe *forward.PeerError
 	switch {
 	case errors.As(err, &ce):
 		return ce.HTTPStatus(), ce.ErrorCode()
@@ -53,11 +55,21 @@ func Classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, wire.KindNoLeader
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, wire.KindTimeout
+	case errors.As(err, &pe) && pe.Status >= 400 && pe.Status < 500:
+		// Another peer refused a call relayed for this request: its answer.
+		return pe.Status, strings.ToLower(strings.ReplaceAll(http.StatusText(pe.Status), " ", "_"))
+	case errors.As(err, &pe) && pe.Status == http.StatusServiceUnavailable:
+		return http.StatusServiceUnavailable, wire.KindNoLeader
+	case errors.As(err, &pe):
+		// The peer failed: this peer is the gateway to it.
+		return http.StatusBadGateway, wire.KindInternal
 	}
 	return http.StatusInternalServerError, wire.KindInternal
 }
 
-// novaErrorKey is the top-level key Nova uses for each status.
+// novaErrorKey is the top-level key Nova uses for each status (its
+// Fault's names, nova/api/openstack/wsgi.py); every other status is a
+// computeFault, as in Nova (406 among them).
 func novaErrorKey(code int) string {
 	switch code {
 	case http.StatusBadRequest:
@@ -68,16 +80,64 @@ func novaErrorKey(code int) string {
 		return "forbidden"
 	case http.StatusNotFound:
 		return "itemNotFound"
+	case http.StatusMethodNotAllowed:
+		return "badMethod"
 	case http.StatusConflict:
 		return "conflictingRequest"
-	case http.StatusNotAcceptable:
-		return "notAcceptable"
-	case http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
+		return "overLimit"
+	case http.StatusUnsupportedMediaType:
+		return "badMediaType"
+	case http.StatusNotImplemented:
+		return "notImplemented"
+	case http.StatusServiceUnavailable:
 		return "serviceUnavailable"
-	case http.StatusMethodNotAllowed:
-		return "methodNotAllowed"
 	}
 	return "computeFault"
+}
+
+// NovaErrorKeys are every top-level key of Nova's error bodies.
+var NovaErrorKeys = []string{"badRequest", "unauthorized", "forbidden", "itemNotFound", "badMethod",
+	"conflictingRequest", "overLimit", "badMediaType", "notImplemented", "serviceUnavailable", "computeFault"}
+
+// sentinelPrefixes are the sentinels whose text leads the message of the
+// errors that wrap them ("bad request: ..."); Nova's messages say only
+// what follows.
+var sentinelPrefixes = []error{ErrBadRequest, ErrForbidden, fsm.ErrInvalid, fsm.ErrNotFound, fsm.ErrConflict}
+
+// novaMessage is err's message as Nova words its errors: without the
+// sentinels' words in front; the router's own 404 and 405 as Nova's.
+func novaMessage(err error, msg, method string) string {
+	switch {
+	case errors.Is(err, echo.ErrNotFound):
+		return "The resource could not be found."
+	case errors.Is(err, echo.ErrMethodNotAllowed):
+		return "The method " + method + " is not allowed for this resource."
+	}
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, s := range sentinelPrefixes {
+			if rest, ok := strings.CutPrefix(msg, s.Error()+": "); ok && errors.Is(err, s) {
+				msg, trimmed = rest, true
+			}
+		}
+	}
+	return msg
+}
+
+// failureLevel is the level a 5xx answer is logged at: a 501 is the
+// answer to what corral does not do (a hypervisor's uptime, as Nova's
+// Ironic driver), not a failure; 503 and 504 are the passing ones (an
+// election, Keystone not answering) the client retries; every other is
+// an error.
+func failureLevel(code int) slog.Level {
+	switch code {
+	case http.StatusNotImplemented:
+		return slog.LevelDebug
+	case http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
 }
 
 // errorHandler renders every error: Nova's shape under the compute API,
@@ -98,8 +158,8 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	rid := RequestID(c)
 	if code >= 500 {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path,
-			"status", code, "err", err, "request_id", rid)
+		s.log.Log(c.Request().Context(), failureLevel(code), "request failed", "method", c.Request().Method,
+			"path", c.Request().URL.Path, "status", code, "err", err, "request_id", rid)
 	}
 	if code == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "1")
@@ -122,7 +182,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		body = map[string]any{"errors": []map[string]any{{"status": code, "code": pcode,
 			"title": http.StatusText(code), "detail": msg, "request_id": rid}}}
 	case strings.HasPrefix(path, wire.ComputePrefix):
-		body = map[string]wire.NovaError{novaErrorKey(code): {Code: code, Message: msg}}
+		ne := wire.NovaError{Code: code, Message: novaMessage(err, msg, c.Request().Method)}
+		if code == http.StatusRequestEntityTooLarge || code == http.StatusTooManyRequests {
+			ne.RetryAfter = c.Response().Header().Get("Retry-After")
+		}
+		body = map[string]wire.NovaError{novaErrorKey(code): ne}
 	case IsPeerPath(path):
 		// Peers read the forwarding protocol's own error format.
 		forward.WriteError(c.Response(), code, err)

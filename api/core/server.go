@@ -49,7 +49,7 @@ type Server struct {
 
 type group struct {
 	prefix string
-	g      *echo.Group
+	m      echo.MiddlewareFunc
 }
 
 // NewServer builds the server core and registers its metrics, those of
@@ -85,7 +85,7 @@ func NewServer(cfg Config, store func() *fsm.Store) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.requestIDMiddleware, s.logMiddleware, s.limitMiddleware, s.authMiddleware)
+	e.Use(s.requestIDMiddleware, s.logMiddleware, s.limitMiddleware, s.authMiddleware, s.groupMiddleware)
 	s.e = e
 	return s, nil
 }
@@ -93,22 +93,32 @@ func NewServer(cfg Config, store func() *fsm.Store) (*Server, error) {
 // Handler returns the http.Handler of the API.
 func (s *Server) Handler() http.Handler { return s.e }
 
-// Group makes the routes under prefix an echo group whose middleware (a
-// surface's microversion negotiation) also runs for the group's unknown
-// paths. Declare groups before their routes.
+// Group gives the paths under prefix (the prefix itself and every path
+// below it) a middleware of their own, a surface's microversion
+// negotiation, which runs after authentication for the routes and for the
+// prefix's unknown paths and methods alike. The routes stay the router's
+// own, so that a path the table knows with another method is a 405, and a
+// path it does not know a 404.
 func (s *Server) Group(prefix string, m echo.MiddlewareFunc) {
-	s.groups = append(s.groups, group{prefix, s.e.Group(prefix, m)})
+	s.groups = append(s.groups, group{prefix, m})
+}
+
+// groupMiddleware runs the middleware of the group the path is in.
+func (s *Server) groupMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p := c.Request().URL.Path
+		for _, g := range s.groups {
+			if p == g.prefix || strings.HasPrefix(p, g.prefix+"/") {
+				return g.m(next)(c)
+			}
+		}
+		return next(c)
+	}
 }
 
 // Route mounts one line of the route table: the handler of method and
 // path (an echo pattern), which callers reach only with role.
 func (s *Server) Route(method, path string, role Role, h echo.HandlerFunc) {
 	s.roles[method+" "+path] = role
-	for _, g := range s.groups {
-		if rest, ok := strings.CutPrefix(path, g.prefix); ok {
-			g.g.Add(method, rest, h)
-			return
-		}
-	}
 	s.e.Add(method, path, h)
 }

@@ -48,14 +48,18 @@ func (s *State) ReadBarrier(c echo.Context) error {
 	return s.Cluster.ReadBarrier(c.Request().Context(), lvl)
 }
 
+// Timeout bounds a write: WriteTimeout, or DefaultWriteTimeout when unset.
+func (s *State) Timeout() time.Duration {
+	if s.WriteTimeout > 0 {
+		return s.WriteTimeout
+	}
+	return DefaultWriteTimeout
+}
+
 // Propose commits cmd with the request id attached and a bounded time.
 func (s *State) Propose(c echo.Context, cmd fsm.Command) error {
 	cmd.Header().RequestID = RequestID(c)
-	d := s.WriteTimeout
-	if d == 0 {
-		d = DefaultWriteTimeout
-	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.Timeout())
 	defer cancel()
 	_, err := s.Cluster.Propose(ctx, cmd)
 	return err

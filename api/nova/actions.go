@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -91,6 +92,8 @@ func (h *Handlers) ServerAction(c echo.Context) error {
 			return h.rebuild(c, v, raw, admin)
 		case wire.ActionLock, wire.ActionUnlock:
 			return h.lock(c, v, name == wire.ActionLock, raw)
+		case "restore":
+			return restore(v)
 		}
 		return core.BadRequest("There is no such action: %s", name)
 	}
@@ -121,23 +124,15 @@ func (h *Handlers) requestAction(c echo.Context, v fsm.Server, cmd *fsm.RequestS
 	return c.JSON(http.StatusAccepted, map[string]any{"server": h.serverView(c, serverRebuild, cur)})
 }
 
-// rebuild redeploys the server's node with a new image.
-func (h *Handlers) rebuild(c echo.Context, v fsm.Server, raw json.RawMessage, admin bool) error {
-	var r wire.RebuildAction
-	if err := strictJSON(raw, &r); err != nil {
-		return err
+// restore answers Nova's restore of a soft-deleted server: corral deletes
+// servers at once, so no server is ever soft-deleted and the answer is
+// Nova's 409 for a server in another state.
+func restore(v fsm.Server) error {
+	state, _ := vmStateOf(serverItem{v: v}).(string)
+	if v.Status == fsm.StatusShutoff {
+		state = "stopped"
 	}
-	if r.ImageRef == "" {
-		return core.BadRequest("imageRef is required: the image to rebuild the server with")
-	}
-	if r.Name != nil || r.Metadata != nil {
-		return core.BadRequest("corral rebuilds with a new image only: rename the server with PUT /servers/{id}")
-	}
-	image, err := h.checkImageRef(c, r.ImageRef)
-	if err != nil {
-		return err
-	}
-	return h.requestAction(c, v, &fsm.RequestServerAction{ID: v.ID, Kind: fsm.ActionRebuild, ImageRef: image, Admin: admin}, true)
+	return echo.NewHTTPError(http.StatusConflict, fmt.Sprintf("Cannot 'restore' instance %s while it is in vm_state %s", v.ID, state))
 }
 
 // lock and unlock a server; from 2.73 a lock may carry a reason.
@@ -152,6 +147,12 @@ func (h *Handlers) lock(c echo.Context, v fsm.Server, locked bool, raw json.RawM
 			if !mvAtLeast(c, 2, 73) {
 				return core.BadRequest("locked_reason needs microversion 2.73")
 			}
+			if n := utf8.RuneCountInString(*r.Reason); n == 0 || n > maxNameLen {
+				return invalidInput("locked_reason", *r.Reason, fmt.Sprintf("a reason is 1 to %d characters long", maxNameLen))
+			}
+			if err := fsm.CheckText("locked_reason", *r.Reason, maxNameLen, true); err != nil {
+				return invalidInput("locked_reason", *r.Reason, "a reason is text without control characters")
+			}
 			cmd.LockedReason = *r.Reason
 		}
 	}
@@ -159,37 +160,4 @@ func (h *Handlers) lock(c echo.Context, v fsm.Server, locked bool, raw json.RawM
 		return actionConflict(err, v.ID)
 	}
 	return c.NoContent(http.StatusAccepted)
-}
-
-// UpdateServer is PUT /servers/{id}: a rename.
-func (h *Handlers) UpdateServer(c echo.Context) error {
-	var body wire.ServerUpdateRequest
-	if err := core.BindStrict(c, &body); err != nil {
-		return err
-	}
-	if body.Server == nil || body.Server.Name == nil {
-		return core.BadRequest(`the body must be {"server": {"name": ...}}: corral updates a server's name`)
-	}
-	name := *body.Server.Name
-	if strings.TrimSpace(name) == "" || len(name) > 255 {
-		return core.BadRequest("server name must be 1 to 255 characters")
-	}
-	if err := h.st.ReadBarrier(c); err != nil {
-		return err
-	}
-	v, err := h.visibleServer(c, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	if v.Locked && core.CallerOf(c).Role != core.RoleAdmin {
-		return echo.NewHTTPError(http.StatusConflict, fmt.Sprintf("Instance %s is locked", v.ID))
-	}
-	if err := h.st.Propose(c, &fsm.UpdateServer{ID: v.ID, Name: &name}); err != nil {
-		return actionConflict(err, v.ID)
-	}
-	cur, err := h.st.Store().Server(v.ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"server": h.serverView(c, serverUpdate, cur)})
 }

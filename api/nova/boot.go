@@ -3,17 +3,138 @@ package nova
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/wire"
 )
 
-// The checks of a boot's body (POST /servers) beyond its JSON shape.
+// The checks of a boot's body (POST /servers) beyond its JSON shape, as
+// Nova's schema of the request's microversion makes them.
+
+// unexpected is Nova's 400 for a field its schema does not have at the
+// request's microversion.
+func unexpected(field string, since string) error {
+	return core.BadRequest("Invalid input for field/attribute server. Additional properties are not allowed ('%s' was unexpected): it needs microversion %s", field, since)
+}
+
+// checkBoot checks every field of a boot but its image and networks and
+// returns its flavorRef.
+func (h *Handlers) checkBoot(c echo.Context, in *serverCreateIn) (string, error) {
+	if in.Name == nil {
+		return "", core.BadRequest("Invalid input for field/attribute server. 'name' is a required property")
+	}
+	if err := checkName("name", *in.Name); err != nil {
+		return "", err
+	}
+	if isNull(in.FlavorRef) {
+		return "", core.BadRequest("Invalid input for field/attribute server. 'flavorRef' is a required property")
+	}
+	flavorRef, err := novaStringOrNumber("flavorRef", in.FlavorRef)
+	if err != nil {
+		return "", err
+	}
+	if flavorRef == "" || len(flavorRef) > fsm.MaxImageRefLen {
+		return "", core.BadRequest("Invalid flavorRef provided.")
+	}
+	if strings.TrimSpace(in.ImageRef) == "" {
+		return "", core.BadRequest("Missing imageRef attribute: a bare-metal server boots from an image")
+	}
+	if _, _, err := checkCounts(in.MinCount, in.MaxCount); err != nil {
+		return "", err
+	}
+	if len(in.ReturnReservationID) > 0 {
+		if _, err := novaBoolean("return_reservation_id", in.ReturnReservationID); err != nil {
+			return "", err
+		}
+	}
+	if len(in.ConfigDrive) > 0 {
+		// Ironic deploys every server with a config drive.
+		if _, err := novaBoolean("config_drive", in.ConfigDrive); err != nil {
+			return "", err
+		}
+	}
+	if err := checkDiskConfig(in.DiskConfig); err != nil {
+		return "", err
+	}
+	if err := checkAccessIPs(in.AccessIPv4, in.AccessIPv6); err != nil {
+		return "", err
+	}
+	if in.Description != nil {
+		if !mvAtLeast(c, 2, 19) {
+			return "", unexpected("description", "2.19")
+		}
+		if err := checkDescription("description", *in.Description, maxNameLen); err != nil {
+			return "", err
+		}
+	}
+	if in.Tags != nil && !mvAtLeast(c, 2, 52) {
+		return "", unexpected("tags", "2.52")
+	}
+	if len(in.Tags) > maxTags {
+		return "", invalidInput("tags", fmt.Sprintf("%d tags", len(in.Tags)), fmt.Sprintf("a server has at most %d tags", maxTags))
+	}
+	for _, tag := range in.Tags {
+		if err := checkTag("tags", tag); err != nil {
+			return "", err
+		}
+	}
+	for _, sg := range in.SecurityGroups {
+		if sg.Name != nil {
+			if err := checkName("name", *sg.Name); err != nil {
+				return "", err
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"key_name", in.KeyName}, {"availability_zone", in.AvailabilityZone}} {
+		if f.v != nil {
+			if err := checkName(f.name, *f.v); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := checkMetadata(in.Metadata); err != nil {
+		return "", err
+	}
+	if err := checkNetworksVersion(c, in.Networks); err != nil {
+		return "", err
+	}
+	if err := checkUserData(in.UserData); err != nil {
+		return "", err
+	}
+	return flavorRef, nil
+}
+
+// checkCounts holds min_count and max_count to Nova's rules: positive
+// integers (or strings of digits), min_count at most max_count (which is
+// min_count when absent). It returns them.
+func checkCounts(minRaw, maxRaw json.RawMessage) (minCount, maxCount int, err error) {
+	lo, hi := int64(1), int64(0)
+	if len(minRaw) > 0 {
+		if lo, err = novaInteger("min_count", minRaw, 1, math.MaxInt32); err != nil {
+			return 0, 0, err
+		}
+	}
+	hi = lo
+	if len(maxRaw) > 0 {
+		if hi, err = novaInteger("max_count", maxRaw, 1, math.MaxInt32); err != nil {
+			return 0, 0, err
+		}
+	}
+	if lo > hi {
+		return 0, 0, core.BadRequest("min_count must be <= max_count")
+	}
+	return int(lo), int(hi), nil
+}
 
 // checkNetworksVersion holds a boot's networks to its microversion: from
 // 2.37 networks is required ("auto", "none" or a list), as in Nova. Below
@@ -26,10 +147,20 @@ func checkNetworksVersion(c echo.Context, raw json.RawMessage) error {
 	return nil
 }
 
-// parseNetworks reads a boot's networks: "auto", "none" or a list of
-// wire.ServerNetwork.
-func parseNetworks(raw json.RawMessage) ([]fsm.Network, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+// bootNetwork is one network of a boot, as Nova reads it.
+type bootNetwork struct {
+	UUID    *string `json:"uuid"`
+	Port    *string `json:"port"`
+	FixedIP *string `json:"fixed_ip"`
+	Tag     *string `json:"tag"`
+}
+
+// parseNetworks reads a boot's networks as Nova does: "auto", "none" or a
+// list of networks (a network's uuid, or a port), each network's uuid and
+// each port a UUID, a port at most once and without a fixed address, at
+// most fsm.MaxServerNetworks of them.
+func parseNetworks(c echo.Context, raw json.RawMessage) ([]fsm.Network, error) {
+	if isNull(raw) {
 		return nil, nil
 	}
 	var word string
@@ -37,20 +168,58 @@ func parseNetworks(raw json.RawMessage) ([]fsm.Network, error) {
 		if word == "auto" || word == "none" {
 			return nil, nil
 		}
-		return nil, core.BadRequest(`networks %q must be "auto", "none" or a list of {"uuid": ...}`, word)
+		return nil, core.BadRequest(`networks %q must be "auto", "none" or a list of {"uuid": ...}`, shown(word))
 	}
-	var list []wire.ServerNetwork
+	var list []bootNetwork
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&list); err != nil {
 		return nil, core.BadRequest("networks must be a list of {\"uuid\": ..., \"port\": ..., \"fixed_ip\": ...}: %v", err)
 	}
+	if len(list) > fsm.MaxServerNetworks {
+		return nil, invalidInput("networks", fmt.Sprintf("%d networks", len(list)),
+			fmt.Sprintf("a server attaches to at most %d networks", fsm.MaxServerNetworks))
+	}
+	tags := mvAtLeast(c, 2, 42) || microversion(c) == (core.Microversion{Major: 2, Minor: 32})
 	out := make([]fsm.Network, 0, len(list))
+	ports := map[string]bool{}
 	for _, n := range list {
-		if n.UUID == "" && n.Port == "" {
-			return nil, core.BadRequest("each network needs a uuid or a port")
+		var net fsm.Network
+		if n.Tag != nil {
+			if !tags {
+				return nil, unexpected("tag", "2.42")
+			}
+			if err := checkTag("tag", *n.Tag); err != nil {
+				return nil, err
+			}
 		}
-		out = append(out, fsm.Network{UUID: n.UUID, Port: n.Port, FixedIP: n.FixedIP})
+		if n.FixedIP != nil {
+			if !isIPAddress(*n.FixedIP) {
+				return nil, invalidInput("fixed_ip", *n.FixedIP, fmt.Sprintf("'%s' is not a 'ipv4' nor a 'ipv6'", shown(*n.FixedIP)))
+			}
+			net.FixedIP = *n.FixedIP
+		}
+		switch {
+		case n.Port != nil && *n.Port != "":
+			if uuid.Validate(*n.Port) != nil {
+				return nil, invalidInput("port", *n.Port, fmt.Sprintf("'%s' is not a 'uuid'", shown(*n.Port)))
+			}
+			if ports[*n.Port] {
+				return nil, core.BadRequest("Port ID '%s' was specified twice: you cannot attach a port multiple times.", *n.Port)
+			}
+			if n.FixedIP != nil {
+				return nil, core.BadRequest("Specified Fixed IP '%s' cannot be used with port '%s': the two cannot be specified together.", *n.FixedIP, *n.Port)
+			}
+			ports[*n.Port] = true
+			net.Port = *n.Port
+		case n.UUID == nil:
+			return nil, core.BadRequest("Bad network format: missing 'uuid'")
+		case uuid.Validate(*n.UUID) != nil:
+			return nil, core.BadRequest("Bad networks format: network uuid is not in proper format (%s)", shown(*n.UUID))
+		default:
+			net.UUID = *n.UUID
+		}
+		out = append(out, net)
 	}
 	return out, nil
 }

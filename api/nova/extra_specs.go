@@ -1,13 +1,16 @@
 package nova
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/wire"
 )
 
 // A flavor's extra specs (os-extra_specs): the scheduler reads them
@@ -32,20 +35,48 @@ func (h *Handlers) ListExtraSpecs(c echo.Context) error {
 // CreateExtraSpecs is POST /flavors/{id}/os-extra_specs: it merges the
 // given specs into the flavor's.
 func (h *Handlers) CreateExtraSpecs(c echo.Context) error {
-	var body wire.ExtraSpecsBody
+	var body struct {
+		ExtraSpecs map[string]json.RawMessage `json:"extra_specs"`
+	}
 	if err := core.BindStrict(c, &body); err != nil {
 		return err
 	}
 	if len(body.ExtraSpecs) == 0 {
 		return core.BadRequest(`the body must be {"extra_specs": {"key": "value", ...}} with at least one key`)
 	}
-	if err := fsm.ValidateExtraSpecs(body.ExtraSpecs); err != nil {
+	specs, err := readExtraSpecs(body.ExtraSpecs)
+	if err != nil {
 		return err
 	}
-	if err := h.st.Propose(c, &fsm.SetFlavorExtraSpecs{ID: c.Param("id"), Specs: body.ExtraSpecs}); err != nil {
+	if err := h.st.Propose(c, &fsm.SetFlavorExtraSpecs{ID: c.Param("id"), Specs: specs}); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"extra_specs": body.ExtraSpecs})
+	return c.JSON(http.StatusOK, map[string]any{"extra_specs": specs})
+}
+
+// readExtraSpecs reads extra specs as Nova does: keys of its metadata
+// pattern, values strings or numbers (kept as their JSON literal), at
+// most 255 characters; at most fsm.MaxExtraSpecs of them.
+func readExtraSpecs(raw map[string]json.RawMessage) (map[string]string, error) {
+	if len(raw) > fsm.MaxExtraSpecs {
+		return nil, invalidInput("extra_specs", fmt.Sprintf("%d extra specs", len(raw)),
+			fmt.Sprintf("a flavor has at most %d extra specs", fsm.MaxExtraSpecs))
+	}
+	specs := make(map[string]string, len(raw))
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v, err := novaStringOrNumber(k, raw[k])
+		if err != nil {
+			return nil, err
+		}
+		if err := checkMetadataValue(k, v); err != nil {
+			return nil, err
+		}
+		specs[k] = v
+	}
+	if err := fsm.ValidateExtraSpecs(specs); err != nil {
+		return nil, err
+	}
+	return specs, nil
 }
 
 // GetExtraSpec is GET /flavors/{id}/os-extra_specs/{key}.
@@ -67,22 +98,22 @@ func (h *Handlers) GetExtraSpec(c echo.Context) error {
 
 // UpdateExtraSpec is PUT /flavors/{id}/os-extra_specs/{key}.
 func (h *Handlers) UpdateExtraSpec(c echo.Context) error {
-	var body map[string]string
+	var body map[string]json.RawMessage
 	if err := core.BindStrict(c, &body); err != nil {
 		return err
 	}
 	key := c.Param("key")
-	v, ok := body[key]
-	if !ok || len(body) != 1 {
-		return core.BadRequest("Request body and URI mismatch: the body must be {%q: \"value\"}", key)
+	if _, ok := body[key]; !ok || len(body) != 1 {
+		return core.BadRequest("Request body and URI mismatch: the body must be {%q: \"value\"}", shown(key))
 	}
-	if err := fsm.ValidateExtraSpecs(body); err != nil {
+	specs, err := readExtraSpecs(body)
+	if err != nil {
 		return err
 	}
-	if err := h.st.Propose(c, &fsm.SetFlavorExtraSpecs{ID: c.Param("id"), Specs: body}); err != nil {
+	if err := h.st.Propose(c, &fsm.SetFlavorExtraSpecs{ID: c.Param("id"), Specs: specs}); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{key: v})
+	return c.JSON(http.StatusOK, specs)
 }
 
 // DeleteExtraSpec is DELETE /flavors/{id}/os-extra_specs/{key}.

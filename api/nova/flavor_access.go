@@ -62,6 +62,9 @@ func (h *Handlers) UpdateFlavor(c echo.Context) error {
 	}
 	cmd := &fsm.UpdateFlavor{ID: c.Param("id")}
 	if desc != nil {
+		if err := checkDescription("description", *desc, fsm.MaxFlavorDescriptionLen); err != nil {
+			return err
+		}
 		cmd.Description = *desc
 	}
 	if err := h.st.Propose(c, cmd); err != nil {
@@ -119,6 +122,9 @@ func (h *Handlers) FlavorAction(c echo.Context) error {
 	}
 	if cmd.Project == "" {
 		return core.BadRequest("tenant is required: the id of the project to give or take access")
+	}
+	if err := fsm.CheckText("tenant", cmd.Project, maxNameLen, false); err != nil {
+		return invalidInput("tenant", cmd.Project, "a project id is 1 to 255 characters without control characters")
 	}
 	if err := h.st.ReadBarrier(c); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package nova
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,9 +65,9 @@ func flavorView(c echo.Context, in view, f fsm.Flavor) map[string]any {
 	return flavorTable.render(c, in, flavorItem{c: c, f: f})
 }
 
-// CreateFlavor is POST /flavors.
+// CreateFlavor is POST /flavors, read as Nova's schema reads it.
 func (h *Handlers) CreateFlavor(c echo.Context) error {
-	var body wire.FlavorCreateRequest
+	var body flavorCreateRequest
 	if err := core.BindStrict(c, &body); err != nil {
 		return err
 	}
@@ -75,41 +76,20 @@ func (h *Handlers) CreateFlavor(c echo.Context) error {
 		return core.BadRequest(`the body must be {"flavor": {...}}`)
 	}
 	var missing []string
-	if in.Name == nil {
-		missing = append(missing, "name")
-	}
-	if in.RAM == nil {
-		missing = append(missing, "ram")
-	}
-	if in.VCPUs == nil {
-		missing = append(missing, "vcpus")
-	}
-	if in.Disk == nil {
-		missing = append(missing, "disk")
+	for _, f := range []struct {
+		name    string
+		present bool
+	}{{"name", in.Name != nil}, {"ram", len(in.RAM) > 0}, {"vcpus", len(in.VCPUs) > 0}, {"disk", len(in.Disk) > 0}} {
+		if !f.present {
+			missing = append(missing, f.name)
+		}
 	}
 	if len(missing) > 0 {
 		return core.BadRequest("flavor is missing required field(s): %s", strings.Join(missing, ", "))
 	}
-	f := fsm.Flavor{Name: *in.Name, RAM: *in.RAM, VCPUs: *in.VCPUs, Disk: *in.Disk, IsPublic: true}
-	if in.ID != nil && *in.ID != "" {
-		f.ID = *in.ID
-	} else {
-		f.ID = uuid.NewString()
-	}
-	if in.Ephemeral != nil {
-		f.Ephemeral = *in.Ephemeral
-	}
-	if in.Swap != nil {
-		f.Swap = *in.Swap
-	}
-	if in.RxTxFactor != nil {
-		f.RxTxFactor = *in.RxTxFactor
-	}
-	if in.IsPublic != nil {
-		f.IsPublic = *in.IsPublic
-	}
-	if in.Description != nil {
-		f.Description = *in.Description
+	f, err := readFlavor(in)
+	if err != nil {
+		return err
 	}
 	fsm.NormalizeFlavor(&f)
 	if err := fsm.ValidateFlavor(f); err != nil {
@@ -123,6 +103,93 @@ func (h *Handlers) CreateFlavor(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, flavorShow, got)})
+}
+
+// readFlavor reads a new flavor's fields as Nova does: sizes as integers
+// or strings of digits, is_public as a boolean or one of its words, the
+// id as a string of Nova's characters or a number (none: a new UUID).
+func readFlavor(in *flavorCreate) (fsm.Flavor, error) {
+	f := fsm.Flavor{Name: *in.Name, IsPublic: true}
+	if err := checkName("name", f.Name); err != nil {
+		return f, err
+	}
+	f.ID = uuid.NewString()
+	if !isNull(in.ID) {
+		id, err := novaStringOrNumber("id", in.ID)
+		if err != nil {
+			return f, err
+		}
+		if _, isString := jsonString(in.ID); isString {
+			if err := checkFlavorID(id); err != nil {
+				return f, err
+			}
+		}
+		f.ID = id
+	}
+	sizes := []struct {
+		field string
+		raw   []byte
+		min   int64
+		into  *int
+	}{
+		{"ram", in.RAM, 1, &f.RAM}, {"vcpus", in.VCPUs, 1, &f.VCPUs}, {"disk", in.Disk, 0, &f.Disk},
+		{"OS-FLV-EXT-DATA:ephemeral", in.Ephemeral, 0, &f.Ephemeral}, {"swap", in.Swap, 0, &f.Swap},
+	}
+	for _, sz := range sizes {
+		if len(sz.raw) == 0 {
+			continue
+		}
+		n, err := novaInteger(sz.field, sz.raw, sz.min, fsm.MaxFlavorSize)
+		if err != nil {
+			return f, err
+		}
+		*sz.into = int(n)
+	}
+	if len(in.RxTxFactor) > 0 {
+		v, err := novaRxTxFactor(in.RxTxFactor)
+		if err != nil {
+			return f, err
+		}
+		f.RxTxFactor = v
+	}
+	if len(in.IsPublic) > 0 {
+		v, err := novaBoolean("os-flavor-access:is_public", in.IsPublic)
+		if err != nil {
+			return f, err
+		}
+		f.IsPublic = v
+	}
+	if in.Description != nil {
+		if err := checkDescription("description", *in.Description, fsm.MaxFlavorDescriptionLen); err != nil {
+			return f, err
+		}
+		f.Description = *in.Description
+	}
+	return f, nil
+}
+
+// flavorIDPattern is Nova's pattern of a flavor id given as a string.
+const flavorIDPattern = "^(?! )[a-zA-Z0-9. _-]+(?<! )$"
+
+// checkFlavorID holds a flavor id given as a string to Nova's schema: 1
+// to 255 letters, digits, '.', ' ', '_' and '-', not starting or ending
+// with a space.
+func checkFlavorID(id string) error {
+	if id == "" {
+		return invalidInput("id", id, "'' is too short")
+	}
+	if len(id) > fsm.MaxFlavorIDLen {
+		return invalidInput("id", id, fmt.Sprintf("'%s' is too long", shown(id)))
+	}
+	ok := id[0] != ' ' && id[len(id)-1] != ' '
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == ' ' || c == '_' || c == '-'
+	}
+	if !ok {
+		return invalidInput("id", id, fmt.Sprintf("'%s' does not match '%s'", shown(id), flavorIDPattern))
+	}
+	return nil
 }
 
 // ListFlavors is GET /flavors, or with detail /flavors/detail.

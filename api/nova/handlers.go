@@ -9,6 +9,9 @@ type Config struct {
 	Images ImageService
 	// BaremetalNodes is the Ironic of the os-baremetal-nodes proxy (nil: 404).
 	BaremetalNodes BaremetalNodes
+	// NoInstancePassword turns off Nova's enable_instance_password: the
+	// answers to a create and a rebuild carry no adminPass.
+	NoInstancePassword bool
 }
 
 // Handlers serve the compute API.
@@ -17,9 +20,12 @@ type Handlers struct {
 	images ImageService
 	// Baremetal serves os-baremetal-nodes.
 	Baremetal BaremetalProxy
+	// noPassword: enable_instance_password is off.
+	noPassword bool
 }
 
 // New returns the compute API's handlers over st.
 func New(st *core.State, cfg Config) *Handlers {
-	return &Handlers{st: st, images: cfg.Images, Baremetal: BaremetalProxy{Source: cfg.BaremetalNodes}}
+	return &Handlers{st: st, images: cfg.Images, Baremetal: BaremetalProxy{Source: cfg.BaremetalNodes},
+		noPassword: cfg.NoInstancePassword}
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/glance"
 )
 
@@ -24,7 +27,8 @@ type ImageService interface {
 }
 
 // checkImageRef checks a boot's or rebuild's imageRef and returns what
-// Ironic gets as the node's image_source.
+// Ironic gets as the node's image_source, and the image when Glance was
+// asked (nil otherwise).
 //
 // With an image service configured ([glance]), imageRef is a Glance image
 // id (a UUID, or a link ending in one): the image must exist and be
@@ -35,36 +39,75 @@ type ImageService interface {
 //
 // Without one, imageRef goes to Ironic as it is: an http(s):// URL Ironic
 // downloads (the simulator and `corral dev` take any), or whatever the
-// Ironic behind corral accepts as image_source.
-func (h *Handlers) checkImageRef(c echo.Context, ref string) (string, error) {
+// Ironic behind corral accepts as image_source. Either way it is at most
+// fsm.MaxImageRefLen characters, without spaces or control characters.
+func (h *Handlers) checkImageRef(c echo.Context, ref string) (string, *glance.Image, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
-		return "", core.BadRequest("imageRef is required: a bare-metal server boots from an image")
+		return "", nil, core.BadRequest("imageRef is required: a bare-metal server boots from an image")
+	}
+	if len(ref) > fsm.MaxImageRefLen || strings.IndexFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || !fsm.IsStorableRune(r, false) }) >= 0 {
+		return "", nil, core.BadRequest("Invalid imageRef provided: an image reference is an image id or a URL of at most %d characters, without spaces or control characters", fsm.MaxImageRefLen)
 	}
 	if h.images == nil {
-		return ref, nil
+		return ref, nil, nil
 	}
 	id := ref
 	if i := strings.LastIndex(ref, "/"); i >= 0 {
 		id = ref[i+1:]
 	}
 	if uuid.Validate(id) != nil {
-		return "", core.BadRequest("Invalid imageRef provided: %q is not a Glance image id; give the id of an active image (openstack image list)", ref)
+		return "", nil, core.BadRequest("Invalid imageRef provided: %q is not a Glance image id; give the id of an active image (openstack image list)", shown(ref))
 	}
 	token := core.CallerOf(c).KeystoneToken
 	im, err := h.images.Image(c.Request().Context(), token, id)
 	switch {
 	case errors.Is(err, glance.ErrNotFound):
-		return "", core.BadRequest("Image %s could not be found.", id)
+		return "", nil, core.BadRequest("Image %s could not be found.", id)
 	case errors.Is(err, glance.ErrUnauthorized) && token == "":
-		return "", core.BadRequest("Image %s could not be read as corral (%v): boot with a Keystone token, "+
+		return "", nil, core.BadRequest("Image %s could not be read as corral (%v): boot with a Keystone token, "+
 			"or give corral a Glance service user ([glance] auth_type = password)", id, err)
 	case errors.Is(err, glance.ErrUnauthorized):
-		return "", core.BadRequest("Image %s could not be read with this token (%v)", id, err)
+		return "", nil, core.BadRequest("Image %s could not be read with this token (%v)", id, err)
 	case err != nil:
-		return "", echo.NewHTTPError(http.StatusServiceUnavailable, fmt.Sprintf("cannot check image %s: %v", id, err))
+		return "", nil, echo.NewHTTPError(http.StatusServiceUnavailable, fmt.Sprintf("cannot check image %s: %v", id, err))
 	case im.Status != "active":
-		return "", core.BadRequest("Image %s is not active (status %s).", id, im.Status)
+		return "", nil, core.BadRequest("Image %s is not active (status %s).", id, im.Status)
 	}
-	return im.ID, nil
+	return im.ID, &im, nil
+}
+
+// checkImageFits refuses an image the flavor is too small for, as Nova:
+// less memory than the image's min_ram; a disk (unless the flavor's is 0,
+// which Nova does not check) smaller than its min_disk or its data.
+func checkImageFits(im *glance.Image, f fsm.Flavor) error {
+	if im == nil {
+		return nil
+	}
+	if int64(f.RAM) < im.MinRAM {
+		return core.BadRequest("Flavor's memory is too small for requested image.")
+	}
+	disk := int64(f.Disk) << 30
+	switch {
+	case disk == 0:
+	case im.Size > disk:
+		return core.BadRequest("Flavor's disk is too small for requested image. Flavor disk is %d bytes, image is %d bytes.", disk, im.Size)
+	case im.MinDisk > int64(f.Disk):
+		return core.BadRequest("Flavor's disk is smaller than the minimum size specified in image metadata. Flavor disk is %d bytes, minimum size is %d bytes.", disk, im.MinDisk<<30)
+	}
+	return nil
+}
+
+// bootFlavor is the flavor a boot names, when this peer's replica has it
+// (after a read barrier if it did not at first): the leader's Apply
+// refuses a flavor that does not exist.
+func (h *Handlers) bootFlavor(c echo.Context, id string) (fsm.Flavor, bool) {
+	if f, err := h.st.Store().Flavor(id); err == nil {
+		return f, true
+	}
+	if h.st.Cluster.ReadBarrier(c.Request().Context(), cluster.Default) != nil {
+		return fsm.Flavor{}, false
+	}
+	f, err := h.st.Store().Flavor(id)
+	return f, err == nil
 }

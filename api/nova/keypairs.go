@@ -143,6 +143,9 @@ func (h *Handlers) CreateKeyPair(c echo.Context) error {
 	if err := fsm.ValidateKeyPairName(in.Name); err != nil {
 		return err
 	}
+	if strings.TrimSpace(in.Name) != in.Name { // Nova's name format
+		return core.BadRequest("%s", invalidName)
+	}
 	typ := fsm.KeyTypeSSH
 	if in.Type != "" {
 		if !mvAtLeast(c, 2, 2) {

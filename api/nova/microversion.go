@@ -19,7 +19,8 @@ const (
 const ctxMicroversion = "microversion"
 
 // VersionMiddleware negotiates the compute microversion from
-// OpenStack-API-Version or X-OpenStack-Nova-API-Version, like Nova.
+// OpenStack-API-Version or X-OpenStack-Nova-API-Version, like Nova, and
+// refuses a body that is not JSON (415).
 func VersionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	minV, _ := core.ParseMicroversion(MinVersion)
 	maxV, _ := core.ParseMicroversion(MaxVersion)
@@ -56,6 +57,11 @@ func VersionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		rh.Set("OpenStack-API-Version", "compute "+ver.String())
 		rh.Set("X-OpenStack-Nova-API-Version", ver.String())
 		rh.Add("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
+		// Nova refuses a Content-Type it does not read on every request,
+		// with a body or not.
+		if err := core.CheckContentType(c.Request()); err != nil {
+			return err
+		}
 		return next(c)
 	}
 }

@@ -38,6 +38,9 @@ type serverItem struct {
 	// extended attributes it shows to every caller that sees the server.
 	admin bool
 	group string // the server group it is a member of ("" for none)
+	// diskConfig is the OS-DCF:diskConfig a create or rebuild asked for
+	// ("" is MANUAL); adminPass the password it answers ("" for none).
+	diskConfig, adminPass string
 }
 
 // Sets of server views, for the table.
@@ -59,7 +62,8 @@ var serverTable = &table[serverItem]{
 		{name: "id", in: serverFull | serverBrief | serverCreate, value: func(s serverItem) any { return s.v.ID }},
 		{name: "name", in: serverFull | serverBrief, value: func(s serverItem) any { return s.v.Name }},
 		{name: "links", in: serverFull | serverBrief | serverCreate, value: func(s serverItem) any { return serverLinks(s.c, s.v.ID) }},
-		{name: "OS-DCF:diskConfig", in: serverFull | serverCreate, value: func(serverItem) any { return "MANUAL" }},
+		{name: "OS-DCF:diskConfig", in: serverFull | serverCreate, value: diskConfigOf},
+		{name: "adminPass", in: serverCreate | serverRebuild, when: "with a password (enable_instance_password)", value: adminPassOf},
 		{name: "security_groups", in: serverRead | serverCreate, value: defaultSecurityGroups},
 		{name: "security_groups", since: v2(75), in: serverAll75, value: defaultSecurityGroups},
 
@@ -69,8 +73,8 @@ var serverTable = &table[serverItem]{
 		{name: "created", in: serverFull, value: func(s serverItem) any { return s.v.CreatedAt.UTC().Format(novaTime) }},
 		{name: "updated", in: serverFull, value: func(s serverItem) any { return s.v.UpdatedAt.UTC().Format(novaTime) }},
 		{name: "hostId", in: serverFull, value: func(s serverItem) any { return hostID(s.v) }},
-		{name: "accessIPv4", in: serverFull, value: func(serverItem) any { return "" }},
-		{name: "accessIPv6", in: serverFull, value: func(serverItem) any { return "" }},
+		{name: "accessIPv4", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv4 }},
+		{name: "accessIPv6", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv6 }},
 		{name: "addresses", in: serverFull, value: func(s serverItem) any { return serverAddresses(s.v) }},
 		{name: "metadata", in: serverFull, value: func(s serverItem) any { return orEmpty(s.v.Metadata) }},
 		{name: "image", in: serverFull, value: func(s serverItem) any { return serverImage(s.c, s.v) }},
@@ -119,10 +123,10 @@ var serverTable = &table[serverItem]{
 		{name: "OS-EXT-SRV-ATTR:kernel_id", since: v2(75), in: serverAll75, value: emptyString},
 		{name: "OS-EXT-SRV-ATTR:ramdisk_id", since: v2(3), in: serverRead, value: emptyString},
 		{name: "OS-EXT-SRV-ATTR:ramdisk_id", since: v2(75), in: serverAll75, value: emptyString},
-		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(3), in: serverRead, value: zero},
-		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(75), in: serverAll75, value: zero},
-		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(3), in: serverRead, value: null},
-		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(75), in: serverAll75, value: null},
+		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(3), in: serverRead, value: launchIndexOf},
+		{name: "OS-EXT-SRV-ATTR:launch_index", since: v2(75), in: serverAll75, value: launchIndexOf},
+		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(3), in: serverRead, value: reservationOf},
+		{name: "OS-EXT-SRV-ATTR:reservation_id", since: v2(75), in: serverAll75, value: reservationOf},
 		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(3), in: serverRead, value: null},
 		{name: "OS-EXT-SRV-ATTR:root_device_name", since: v2(75), in: serverAll75, value: null},
 		{name: "OS-EXT-SRV-ATTR:user_data", since: v2(3), in: serverRead, when: adminOnly, value: adminUserData},
@@ -132,10 +136,10 @@ var serverTable = &table[serverItem]{
 		{name: "locked", since: v2(9), in: serverFull, value: func(s serverItem) any { return s.v.Locked }},
 		{name: "host_status", since: v2(16), in: serverRead, when: adminOnly, value: hostStatus},
 		{name: "host_status", since: v2(75), in: serverAll75, when: adminOnly, value: hostStatus},
-		// corral keeps no description, tags, trusted certificates or
-		// server groups: Nova's empty values.
-		{name: "description", since: v2(19), in: serverFull, value: null},
-		{name: "tags", since: v2(26), in: serverFull, value: func(serverItem) any { return []string{} }},
+		{name: "description", since: v2(19), in: serverFull, value: descriptionOf},
+		{name: "tags", since: v2(26), in: serverFull, value: tagsOf},
+		// corral keeps no trusted certificates or server groups: Nova's
+		// empty values.
 		{name: "trusted_image_certificates", since: v2(63), in: serverFull, value: null},
 		{name: "server_groups", since: v2(71), in: serverShow | serverUpdate | serverRebuild, value: func(s serverItem) any {
 			if s.group == "" {
@@ -156,7 +160,13 @@ func serverLinks(c echo.Context, id string) []wire.Link {
 
 // serverView renders a server in one of its views.
 func (h *Handlers) serverView(c echo.Context, in view, v fsm.Server) map[string]any {
-	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject(), group: h.st.Store().GroupOf(v.ID)}
+	return h.serverViewPass(c, in, v, "")
+}
+
+// serverViewPass is serverView with the adminPass a rebuild answers.
+func (h *Handlers) serverViewPass(c echo.Context, in view, v fsm.Server, adminPass string) map[string]any {
+	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject(), adminPass: adminPass,
+		group: h.st.Store().GroupOf(v.ID)}
 	if v.Host != "" {
 		if host, err := h.st.Store().Host(v.Host); err == nil {
 			it.host = host
@@ -171,8 +181,42 @@ func briefServer(c echo.Context, v fsm.Server) map[string]any {
 }
 
 // createdServer is the answer to POST /servers.
-func createdServer(c echo.Context, id string) map[string]any {
-	return serverTable.render(c, serverCreate, serverItem{c: c, v: fsm.Server{ID: id}})
+func createdServer(c echo.Context, id, diskConfig, adminPass string) map[string]any {
+	return serverTable.render(c, serverCreate, serverItem{c: c, v: fsm.Server{ID: id}, diskConfig: diskConfig, adminPass: adminPass})
+}
+
+func diskConfigOf(s serverItem) any {
+	if s.diskConfig == "" {
+		return "MANUAL"
+	}
+	return s.diskConfig
+}
+
+func adminPassOf(s serverItem) any {
+	if s.adminPass == "" {
+		return omit
+	}
+	return s.adminPass
+}
+
+func launchIndexOf(s serverItem) any { return s.v.LaunchIndex }
+
+// reservationOf is the server's reservation id: null for a server created
+// before corral kept them.
+func reservationOf(s serverItem) any { return nullable(s.v.ReservationID) }
+
+func descriptionOf(s serverItem) any {
+	if s.v.Description == nil {
+		return nil
+	}
+	return *s.v.Description
+}
+
+func tagsOf(s serverItem) any {
+	if s.v.Tags == nil {
+		return []string{}
+	}
+	return s.v.Tags
 }
 
 // serverStatus is the server's status as Nova shows it: a reboot or

@@ -5,129 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path"
-	"sort"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/wire"
 )
-
-// CreateServer is POST /servers.
-func (h *Handlers) CreateServer(c echo.Context) error {
-	var body wire.ServerCreateRequest
-	if err := core.BindStrict(c, &body); err != nil {
-		return err
-	}
-	in := body.Server
-	if in == nil {
-		return core.BadRequest(`the body must be {"server": {...}}`)
-	}
-	name := strings.TrimSpace(in.Name)
-	if name == "" || len(in.Name) > 255 {
-		return core.BadRequest("server name must be 1 to 255 characters")
-	}
-	if in.ImageRef == "" {
-		return core.BadRequest("Missing imageRef attribute: a bare-metal server boots from an image")
-	}
-	if in.MaxCount != nil && *in.MaxCount > 1 || in.MinCount != nil && *in.MinCount > 1 {
-		return core.BadRequest("min_count/max_count above 1 are not supported: boot servers one by one")
-	}
-	flavorID := path.Base(strings.TrimRight(in.FlavorRef, "/"))
-	if in.FlavorRef == "" {
-		return core.BadRequest("flavorRef is required")
-	}
-	// The flavor is checked when the entry applies, against the leader's
-	// state: this peer's replica may not have a flavor created elsewhere yet.
-	if err := checkNetworksVersion(c, in.Networks); err != nil {
-		return err
-	}
-	if err := checkUserData(in.UserData); err != nil {
-		return err
-	}
-	nets, err := parseNetworks(in.Networks)
-	if err != nil {
-		return err
-	}
-	cl := core.CallerOf(c)
-	if !cl.Static && cl.Project == "" {
-		return fmt.Errorf("%w: a server belongs to a project: boot it with a project-scoped token", core.ErrForbidden)
-	}
-	if err := checkFlavorAccess(c, h.st.Store(), flavorID); err != nil { // flavor_access.go
-		return err
-	}
-	image, err := h.checkImageRef(c, in.ImageRef) // images.go
-	if err != nil {
-		return err
-	}
-	group, err := h.bootGroup(c, body.SchedulerHints) // server_groups.go
-	if err != nil {
-		return err
-	}
-	id := uuid.NewString()
-	cmd := &fsm.CreateServer{ID: id, Group: group, Name: in.Name, FlavorID: flavorID, ImageRef: image,
-		Networks: nets, Metadata: in.Metadata, ProjectID: cl.Project, UserID: cl.User, KeyName: in.KeyName, UserData: in.UserData}
-	if err := h.st.Propose(c, cmd); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, id)})
-}
-
-// ListServers is GET /servers, or with detail /servers/detail.
-func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if err := h.st.ReadBarrier(c); err != nil {
-			return err
-		}
-		q := c.QueryParams()
-		p, err := parsePage(q, limitZeroIsAll)
-		if err != nil {
-			return err
-		}
-		project, err := listProject(core.CallerOf(c), q)
-		if err != nil {
-			return err
-		}
-		all := h.st.Store().Servers()
-		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) }) // newest first, like Nova
-		listed, more, err := pageOf(all, p, func(v fsm.Server) string { return v.ID }, func(v fsm.Server) bool {
-			switch {
-			case !v.Live() && q.Get("deleted") != "true":
-				return false
-			case project != "" && v.Project() != project:
-				return false
-			case q.Get("status") != "" && !strings.EqualFold(q.Get("status"), string(v.Status)):
-				return false
-			case q.Get("host") != "" && q.Get("host") != v.Host:
-				return false
-			case q.Get("name") != "" && !strings.Contains(v.Name, q.Get("name")):
-				return false
-			}
-			return true
-		})
-		if err != nil {
-			return err
-		}
-		out := make([]any, 0, len(listed))
-		for _, v := range listed {
-			if detail {
-				out = append(out, h.serverView(c, serverDetail, v))
-			} else {
-				out = append(out, briefServer(c, v))
-			}
-		}
-		resp := map[string]any{"servers": out}
-		if more && len(listed) > 0 {
-			resp["servers_links"] = nextLinks(c, listed[len(listed)-1].ID)
-		}
-		return c.JSON(http.StatusOK, resp)
-	}
-}
 
 // GetServer is GET /servers/{id}.
 func (h *Handlers) GetServer(c echo.Context) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -126,6 +127,18 @@ func (h *Handlers) hostByServiceID(id string) (fsm.Host, error) {
 
 const maxDisabledReason = 255
 
+// checkDisabledReason holds a service's disabled_reason to Nova's bound
+// (255 characters) and to text without control characters.
+func checkDisabledReason(reason string) error {
+	if n := utf8.RuneCountInString(reason); n > maxDisabledReason {
+		return core.BadRequest("disabled_reason is %d characters long: use at most %d", n, maxDisabledReason)
+	}
+	if err := fsm.CheckText("disabled_reason", reason, maxDisabledReason, true); err != nil {
+		return invalidInput("disabled_reason", reason, "a reason is text without control characters")
+	}
+	return nil
+}
+
 // UpdateService is PUT /os-services/{id}: from 2.53 the service's
 // UUID; before, one of Nova's actions enable, disable,
 // disable-log-reason and force-down with {"host", "binary"} in the body.
@@ -153,8 +166,8 @@ func (h *Handlers) UpdateService(c echo.Context) error {
 	reason := ""
 	if body.DisabledReason != nil {
 		reason = *body.DisabledReason
-		if len(reason) > maxDisabledReason {
-			return core.BadRequest("disabled_reason is %d characters long: use at most %d", len(reason), maxDisabledReason)
+		if err := checkDisabledReason(reason); err != nil {
+			return err
 		}
 	}
 	if err := h.st.ReadBarrier(c); err != nil {
@@ -220,8 +233,11 @@ func (h *Handlers) legacyServiceAction(c echo.Context, action string) error {
 		cmd = &fsm.SetHostDrain{Name: body.Host, Drained: true}
 		out["status"] = "disabled"
 	case "disable-log-reason":
-		if body.DisabledReason == nil || *body.DisabledReason == "" || len(*body.DisabledReason) > maxDisabledReason {
+		if body.DisabledReason == nil || *body.DisabledReason == "" {
 			return core.BadRequest("disabled_reason is required, 1 to %d characters", maxDisabledReason)
+		}
+		if err := checkDisabledReason(*body.DisabledReason); err != nil {
+			return err
 		}
 		cmd = &fsm.SetHostDrain{Name: body.Host, Drained: true, Reason: *body.DisabledReason}
 		out["status"], out["disabled_reason"] = "disabled", *body.DisabledReason

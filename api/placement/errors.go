@@ -28,10 +28,16 @@ func (e *Error) HTTPStatus() int { return e.Status }
 // ErrorCode implements core.CodedError.
 func (e *Error) ErrorCode() string { return e.Code }
 
-// httpError maps the placement state's errors to HTTP.
+// httpError maps the placement state's errors to HTTP; an error that
+// already carries its status (a handler's own) keeps it.
 func httpError(err error) error {
-	if err == nil {
+	var own *Error
+	var he *echo.HTTPError
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &own), errors.As(err, &he):
+		return err
 	}
 	return &Error{Status: fsmplacement.HTTPStatus(err), Code: fsmplacement.ErrorCode(err), Msg: err.Error()}
 }

@@ -117,7 +117,8 @@ func (h *Handlers) Inventory(c echo.Context) error {
 	return h.withProvider(c, func(_ *fsmplacement.Store, p fsmplacement.Provider) (any, error) {
 		inv, ok := p.Inventories[c.Param("rc")]
 		if !ok {
-			return nil, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("No inventory of class %s found for resource provider %s.", c.Param("rc"), p.UUID))
+			return nil, &Error{Status: http.StatusNotFound, Code: fsmplacement.CodeUndefined,
+				Msg: fmt.Sprintf("No inventory of class %s for %s", c.Param("rc"), p.UUID)}
 		}
 		return map[string]any{"resource_provider_generation": p.Generation, "total": inv.Total, "reserved": inv.Reserved,
 			"min_unit": inv.MinUnit, "max_unit": inv.MaxUnit, "step_size": inv.StepSize, "allocation_ratio": inv.AllocationRatio}, nil

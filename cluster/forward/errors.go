@@ -1,6 +1,9 @@
 package forward
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors of the forwarding protocol. A follower retries on ErrNoLeader,
 // ErrNotLeader and ErrNotDelivered: in each the request was certainly not
@@ -29,3 +32,15 @@ type unavailable struct{ msg string }
 
 func (e *unavailable) Error() string { return e.msg }
 func (e *unavailable) Unwrap() error { return ErrUnavailable }
+
+// PeerError is another peer's refusal of a Call: the status it answered
+// with and its message, for the caller to map to its own errors.
+type PeerError struct {
+	API     string // the peer's API address
+	Status  int
+	Message string
+}
+
+func (e *PeerError) Error() string {
+	return fmt.Sprintf("peer at %s answered %d: %s", e.API, e.Status, e.Message)
+}

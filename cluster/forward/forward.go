@@ -308,15 +308,18 @@ func (c *Client) Call(ctx context.Context, api, method, path string, in, out any
 		return fmt.Errorf("read the answer of the peer at %s: %w", api, err)
 	}
 	if resp.StatusCode >= 300 {
+		// The API's native error and the forwarding protocol's both carry
+		// error.message.
 		var e struct {
 			Error struct {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
+		msg := fmt.Sprintf("%.200s", raw)
 		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("peer at %s answered %d: %s", api, resp.StatusCode, e.Error.Message)
+			msg = e.Error.Message
 		}
-		return fmt.Errorf("peer at %s answered %d: %.200s", api, resp.StatusCode, raw)
+		return &PeerError{API: api, Status: resp.StatusCode, Message: msg}
 	}
 	if out == nil {
 		return nil

@@ -106,7 +106,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	// take it, through Peers.
 	bmSource := newBaremetalSource(cfg.Ironic) // baremetal_proxy.go
 	apiCfg := api.Config{Tokens: tokens, Peers: node, Logger: logger, Registry: reg, Gatherer: reg, OnLeave: a.leaveAndExit, Operator: node,
-		Limits: cfg.Limits, MetricsRequireAuth: cfg.MetricsRequireAuth}
+		Limits: cfg.Limits, MetricsRequireAuth: cfg.MetricsRequireAuth, NoInstancePassword: !cfg.EnableInstancePassword}
 	if err := a.startAuth(&apiCfg, reg); err != nil {
 		_ = node.Shutdown()
 		_ = ln.Close()

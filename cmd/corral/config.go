@@ -48,14 +48,17 @@ type agentConfig struct {
 	BootstrapExpect  int
 	MaxVoters        int
 	LeaveOnTerminate bool
-	Raft             cluster.RaftTimings
-	Gossip           cluster.GossipTimings
-	AdminTokens      []string
-	ReaderTokens     []string
-	PeerToken        string
-	Ironic           ironicConfig
-	Failover         failoverConfig
-	Hypervisor       hypervisorConfig
+	// EnableInstancePassword is Nova's [DEFAULT] enable_instance_password:
+	// creates and rebuilds answer the server's adminPass.
+	EnableInstancePassword bool
+	Raft                   cluster.RaftTimings
+	Gossip                 cluster.GossipTimings
+	AdminTokens            []string
+	ReaderTokens           []string
+	PeerToken              string
+	Ironic                 ironicConfig
+	Failover               failoverConfig
+	Hypervisor             hypervisorConfig
 
 	// AuthStrategy is [auth] strategy (config_auth.go); Keystone is
 	// [keystone_authtoken].
@@ -128,7 +131,7 @@ func defaultAgentConfig() agentConfig {
 	return agentConfig{
 		Name: host, DataDir: "/var/lib/corral", Kind: fsm.KindIronic, LogLevel: "info", LogFormat: "text",
 		Bind: "127.0.0.1", HTTPPort: defaultHTTPPort, RaftPort: defaultRaftPort, GossipPort: defaultGossipPort,
-		MaxVoters: 5, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
+		MaxVoters: 5, EnableInstancePassword: true, Raft: cluster.DefaultRaftTimings(), Gossip: cluster.DefaultGossipTimings(),
 		Ironic: ironicConfig{Reservation: "auto", SyncInterval: 5 * time.Second, FullSyncInterval: mirror.DefaultFullSyncInterval, RequestTimeout: 30 * time.Second,
 			DeployTimeout: 30 * time.Minute, MaxVersion: "1.82", DeployWait: "watch", ProxyAuth: proxyAuthUser},
 		DeletedRetention:       cluster.DefaultDeletedRetention,
@@ -160,6 +163,7 @@ var options = []option{
 	{section: "DEFAULT", key: "log_format", flag: "log-format", usage: "text or json", set: str(func(c *agentConfig) *string { return &c.LogFormat })},
 	{section: "DEFAULT", key: "bind", flag: "bind", usage: "IP address for the API, raft and gossip", set: str(func(c *agentConfig) *string { return &c.Bind })},
 	{section: "DEFAULT", key: "leave_on_terminate", flag: "leave-on-terminate", boolean: true, usage: "leave raft and gossip cleanly on SIGTERM/SIGINT", set: boolean(func(c *agentConfig) *bool { return &c.LeaveOnTerminate })},
+	{section: "DEFAULT", key: "enable_instance_password", boolean: true, usage: "answer a server's admin password (adminPass) to its create and rebuild, as Nova's option", set: boolean(func(c *agentConfig) *bool { return &c.EnableInstancePassword })},
 	{section: "api", key: "port", flag: "http-port", usage: "HTTP API port", set: integer(func(c *agentConfig) *int { return &c.HTTPPort }, 1, 65535)},
 	{section: "api", key: "max_body_bytes", usage: "largest request body in bytes; a larger one answers 413", set: int64Option(func(c *agentConfig) *int64 { return &c.Limits.MaxBodyBytes }, 1024, 1<<30)},
 	{section: "api", key: "write_rate", usage: "writes per second one client (IP address) may send before 429 (default off)", set: writeRate},

@@ -362,6 +362,7 @@ log_format = json
 deleted_retention = 12h
 bind = 10.1.2.3
 leave_on_terminate = true
+enable_instance_password = false
 
 [api]
 port = 8480

@@ -57,3 +57,37 @@ func TestDeployCarriesConfigDrive(t *testing.T) {
 		t.Fatalf("network_data is Ironic's to write: %s", cd.NetworkData)
 	}
 }
+
+// A boot request's admin password reaches the node in meta_data
+// admin_pass, as Nova's Ironic driver writes it, and the replicated state
+// forgets it once the server is deployed.
+func TestDeployCarriesAdminPass(t *testing.T) {
+	w := newWorld(t, 1, driver.ReserveAuto, sim.Options{DeployDelay: 20 * time.Millisecond})
+	w.sim.SeedNodes(2, "baremetal-gold")
+	w.waitMirror(2)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	set := fsm.ServerSet{ReservationID: "r-0000000a", MinCount: 2, AdminPass: "Zx8pQ2mN4vK7",
+		Server:  fsm.CreateServer{Name: "web", FlavorID: "gold", ImageRef: "img", ProjectID: "p1", UserID: "u1"},
+		Members: []fsm.SetMember{{ID: uuid.NewString()}, {ID: uuid.NewString()}}}
+	if err := w.propose(&fsm.CreateServerSets{Sets: []fsm.ServerSet{set}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range set.Members {
+		s := w.waitStatus(m.ID, fsm.StatusActive)
+		var cd struct {
+			MetaData struct {
+				AdminPass   string `json:"admin_pass"`
+				LaunchIndex int    `json:"launch_index"`
+			} `json:"meta_data"`
+		}
+		if err := json.Unmarshal(w.sim.ConfigDrive(s.NodeUUID), &cd); err != nil {
+			t.Fatal(err)
+		}
+		if cd.MetaData.AdminPass != set.AdminPass || cd.MetaData.LaunchIndex != i {
+			t.Fatalf("server %d: meta_data %+v", i, cd.MetaData)
+		}
+		if s.AdminPass != "" {
+			t.Fatalf("server %d is active and its password still replicated", i)
+		}
+	}
+}

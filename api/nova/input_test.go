@@ -1,0 +1,127 @@
+package nova
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/fsm"
+)
+
+func TestNovaInteger(t *testing.T) {
+	for raw, want := range map[string]int64{`1`: 1, `"1"`: 1, `1.0`: 1, `"0042"`: 42, `2147483647`: math.MaxInt32, `"2147483647"`: math.MaxInt32} {
+		if got, err := novaInteger("f", json.RawMessage(raw), 1, math.MaxInt32); err != nil || got != want {
+			t.Errorf("novaInteger(%s) = %d, %v; want %d", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{`0`, `"0"`, `-1`, `"-1"`, `1.5`, `"1.5"`, `""`, `" 1"`, `"1e3"`, `true`, `null`, `[]`, `{}`,
+		`2147483648`, `"2147483648"`, `1e20`, `1e400`, `"99999999999999999999999"`} {
+		if got, err := novaInteger("f", json.RawMessage(raw), 1, math.MaxInt32); !errors.Is(err, core.ErrBadRequest) ||
+			!strings.Contains(err.Error(), "Invalid input for field/attribute f.") {
+			t.Errorf("novaInteger(%s) = %d, %v; want Nova's 400", raw, got, err)
+		}
+	}
+}
+
+func TestNovaBoolean(t *testing.T) {
+	for raw, want := range map[string]bool{`true`: true, `"True"`: true, `"on"`: true, `"1"`: true, `"YES"`: true,
+		`false`: false, `"off"`: false, `"0"`: false, `"No"`: false} {
+		if got, err := novaBoolean("b", json.RawMessage(raw)); err != nil || got != want {
+			t.Errorf("novaBoolean(%s) = %t, %v", raw, got, err)
+		}
+	}
+	for _, raw := range []string{`1`, `0`, `"yEs"`, `"t"`, `null`, `""`} {
+		if _, err := novaBoolean("b", json.RawMessage(raw)); err == nil {
+			t.Errorf("novaBoolean(%s) passed", raw)
+		}
+	}
+}
+
+func TestNovaRxTxFactor(t *testing.T) {
+	for raw, want := range map[string]float64{`1`: 1, `0.5`: 0.5, `"2"`: 2, `"2.25"`: 2.25, `3.4e38`: 3.4e38} {
+		if got, err := novaRxTxFactor(json.RawMessage(raw)); err != nil || got != want {
+			t.Errorf("novaRxTxFactor(%s) = %v, %v", raw, got, err)
+		}
+	}
+	for _, raw := range []string{`0`, `-1`, `"0"`, `"1."`, `".5"`, `"1e3"`, `1e308`, `1e400`, `true`, `"x"`} {
+		if _, err := novaRxTxFactor(json.RawMessage(raw)); err == nil {
+			t.Errorf("novaRxTxFactor(%s) passed", raw)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, ok := range []string{"a", "web 1", "café", "🚀 rocket", "x.y-z_(1)", strings.Repeat("é", 255)} {
+		if err := checkName("name", ok); err != nil {
+			t.Errorf("checkName(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", " a", "a ", "\ta", "a\u00a0", "a\x00b", "a\nb", "a\u202eb", "a\u200bb", "a\u2028b",
+		"a\ue000b", "\u0085", strings.Repeat("x", 256)} {
+		if err := checkName("name", bad); !errors.Is(err, core.ErrBadRequest) {
+			t.Errorf("checkName(%q) = %v, want a 400", bad, err)
+		}
+	}
+}
+
+// FuzzCheckName: what Nova's formats accept, Apply stores (the bounds of
+// fsm never refuse what the API took).
+func FuzzCheckName(f *testing.F) {
+	for _, s := range []string{"web-1", "a b", "\u202e", "a\x00", "é", "\t", "\u3000x\u3000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkName("name", s) == nil {
+			if err := fsm.CheckText("name", s, maxNameLen, false); err != nil {
+				t.Fatalf("checkName takes %q, fsm refuses it: %v", s, err)
+			}
+		}
+		if checkDescription("description", s, maxNameLen) == nil {
+			if err := fsm.CheckText("description", s, maxNameLen, true); err != nil {
+				t.Fatalf("checkDescription takes %q, fsm refuses it: %v", s, err)
+			}
+		}
+		if checkMetadataValue("k", s) == nil {
+			if err := fsm.CheckText("metadata", s, fsm.MaxMetadataValueLen, true); err != nil {
+				t.Fatalf("checkMetadataValue takes %q, fsm refuses it: %v", s, err)
+			}
+		}
+		if checkMetadataKey("metadata", s) == nil {
+			if err := fsm.CheckText("metadata key", s, fsm.MaxMetadataKeyLen, false); err != nil {
+				t.Fatalf("checkMetadataKey takes %q, fsm refuses it: %v", s, err)
+			}
+		}
+		if checkFlavorID(s) == nil {
+			if err := fsm.CheckText("flavor id", s, fsm.MaxFlavorIDLen, false); err != nil {
+				t.Fatalf("checkFlavorID takes %q, fsm refuses it: %v", s, err)
+			}
+		}
+	})
+}
+
+// FuzzNovaInteger: an integer read is within its bounds, from a JSON
+// integer or a string of digits only.
+func FuzzNovaInteger(f *testing.F) {
+	for _, s := range []string{`1`, `"12"`, `1.0`, `-0`, `"0x10"`, `1e3`, `"١"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		n, err := novaInteger("f", json.RawMessage(raw), 1, math.MaxInt32)
+		if err != nil {
+			return
+		}
+		if n < 1 || n > math.MaxInt32 {
+			t.Fatalf("%s read as %d", raw, n)
+		}
+		var v any
+		if json.Unmarshal([]byte(raw), &v) != nil {
+			t.Fatalf("%q is no JSON, read as %d", raw, n)
+		}
+		if s, ok := v.(string); ok && strings.Trim(s, "0123456789") != "" {
+			t.Fatalf("%q read as %d", raw, n)
+		}
+	})
+}

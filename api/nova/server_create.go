@@ -1,0 +1,169 @@
+package nova
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/fsm"
+)
+
+// reservationAlphabet is what a reservation id is drawn from, as Nova's
+// generate_uid draws it.
+const reservationAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+// newReservationID draws a reservation id as Nova's: "r-" and 8
+// characters.
+func newReservationID() string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // the platform's entropy failed
+	}
+	for i := range b {
+		b[i] = reservationAlphabet[int(b[i])%len(reservationAlphabet)]
+	}
+	return "r-" + string(b)
+}
+
+// CreateServer is POST /servers: one server, or with min_count and
+// max_count (Nova's multiple create) several under one reservation id,
+// each server's id drawn here. The answer is the first server, or with
+// return_reservation_id the reservation id, as Nova's.
+func (h *Handlers) CreateServer(c echo.Context) error {
+	var body serverCreateRequest
+	if err := core.BindStrict(c, &body); err != nil {
+		return err
+	}
+	in := body.Server
+	if in == nil {
+		return core.BadRequest(`the body must be {"server": {...}}`)
+	}
+	flavorRef, err := h.checkBoot(c, in)
+	if err != nil {
+		return err
+	}
+	minCount, maxCount, err := checkCounts(in.MinCount, in.MaxCount)
+	if err != nil {
+		return err
+	}
+	if minCount > fsm.MaxSetServers {
+		return fmt.Errorf("%w: Quota exceeded for instances: Requested %d, but a request creates at most %d", core.ErrForbidden, minCount, fsm.MaxSetServers)
+	}
+	maxCount = min(maxCount, fsm.MaxSetServers) // as Nova lowers max_count to what its quota allows
+	returnReservation := false
+	if len(in.ReturnReservationID) > 0 {
+		returnReservation, _ = novaBoolean("return_reservation_id", in.ReturnReservationID) // checked by checkBoot
+	}
+	flavorID := path.Base(strings.TrimRight(flavorRef, "/"))
+	nets, err := parseNetworks(c, in.Networks) // boot.go
+	if err != nil {
+		return err
+	}
+	if maxCount > 1 {
+		for _, n := range nets {
+			if n.Port != "" {
+				return core.BadRequest("Unable to launch multiple instances with a single configured port ID. Please launch your instance one by one with different ports.")
+			}
+			if n.FixedIP != "" {
+				return core.BadRequest("max_count cannot be greater than 1 if an fixed_ip is specified.")
+			}
+		}
+	}
+	cl := core.CallerOf(c)
+	if !cl.Static && cl.Project == "" {
+		return fmt.Errorf("%w: a server belongs to a project: boot it with a project-scoped token", core.ErrForbidden)
+	}
+	// The flavor is checked when the entry applies, against the leader's
+	// state: this peer's replica may not have a flavor created elsewhere
+	// yet. What a private flavor's access and the image's minimums need
+	// of it is checked here when the replica has it.
+	if err := checkFlavorAccess(c, h.st.Store(), flavorID); err != nil { // flavor_access.go
+		return err
+	}
+	image, im, err := h.checkImageRef(c, in.ImageRef) // images.go
+	if err != nil {
+		return err
+	}
+	if im != nil {
+		if f, ok := h.bootFlavor(c, flavorID); ok {
+			if err := checkImageFits(im, f); err != nil {
+				return err
+			}
+		}
+	}
+	keyName := ""
+	if in.KeyName != nil {
+		keyName = *in.KeyName
+	}
+	pass, err := adminPassword(in.AdminPass)
+	if err != nil {
+		return err
+	}
+	diskConfig := "MANUAL"
+	if in.DiskConfig != nil {
+		diskConfig = *in.DiskConfig
+	}
+	group, err := h.bootGroup(c, body.SchedulerHints) // server_groups.go
+	if err != nil {
+		return err
+	}
+	tmpl := fsm.CreateServer{Group: group, Name: *in.Name, FlavorID: flavorID, ImageRef: image, Networks: nets, Metadata: in.Metadata,
+		ProjectID: cl.Project, UserID: cl.User, KeyName: keyName, UserData: in.UserData}
+	fields := fsm.ServerFields{Description: in.Description, Tags: in.Tags}
+	if in.AccessIPv4 != nil {
+		fields.AccessIPv4 = *in.AccessIPv4
+	}
+	if in.AccessIPv6 != nil {
+		fields.AccessIPv6 = *in.AccessIPv6
+	}
+	hasFields := fields.Description != nil || len(fields.Tags) > 0 || fields.AccessIPv4 != "" || fields.AccessIPv6 != ""
+	if !h.known(fsm.CmdCreateServerSets) {
+		switch {
+		case maxCount > 1:
+			return notYet("min_count and max_count above 1")
+		case hasFields:
+			return notYet("A server's description, tags and access addresses")
+		case returnReservation:
+			return notYet("return_reservation_id")
+		}
+		cmd := tmpl
+		cmd.ID = uuid.NewString()
+		if err := h.st.Propose(c, &cmd); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, cmd.ID, diskConfig, "")})
+	}
+	set := fsm.ServerSet{ReservationID: newReservationID(), MinCount: minCount, Server: tmpl, Fields: fields,
+		Members: make([]fsm.SetMember, maxCount), AdminPass: pass}
+	for i := range set.Members {
+		set.Members[i].ID = uuid.NewString()
+	}
+	if err := h.st.Propose(c, &fsm.CreateServerSets{Sets: []fsm.ServerSet{set}}); err != nil {
+		return err
+	}
+	if returnReservation {
+		return c.JSON(http.StatusAccepted, map[string]any{"reservation_id": set.ReservationID})
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, h.firstServer(set), diskConfig, h.shownPassword(pass))})
+}
+
+// firstServer is the id of the first server a boot request created: the
+// first member, unless the leader dropped it (it placed at least
+// min_count, not all).
+func (h *Handlers) firstServer(set fsm.ServerSet) string {
+	if _, err := h.st.Store().Server(set.Members[0].ID); err == nil {
+		return set.Members[0].ID
+	}
+	for _, v := range h.st.Store().Servers() {
+		if v.ReservationID == set.ReservationID && v.LaunchIndex == 0 {
+			return v.ID
+		}
+	}
+	return set.Members[0].ID
+}
