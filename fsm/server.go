@@ -232,11 +232,14 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 	if c.ID == "" || len(c.ID) > MaxFlavorIDLen {
 		return nil, fmt.Errorf("%w: server id must be 1 to %d characters", ErrInvalid, MaxFlavorIDLen)
 	}
-	if c.Name == "" || len(c.Name) > maxServerNameLen {
-		return nil, fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	if err := checkServerText(c.Name, c.ImageRef, c.Metadata, c.Networks, c.Bounded); err != nil {
+		return nil, err
 	}
 	if c.ImageRef == "" {
 		return nil, fmt.Errorf("%w: imageRef is required: bare-metal servers boot from an image", ErrInvalid)
+	}
+	if c.Bounded && len(c.FlavorID) > MaxFlavorIDLen {
+		return nil, fmt.Errorf("%w: flavor id is longer than %d characters: list flavors for valid flavorRef values", ErrInvalid, MaxFlavorIDLen)
 	}
 	if len(c.ProjectID) > maxServerNameLen || len(c.UserID) > maxServerNameLen {
 		return nil, fmt.Errorf("%w: project and user ids must be at most %d characters", ErrInvalid, maxServerNameLen)

@@ -12,6 +12,13 @@ import (
 // a control character (tab, line feed and carriage return only in the
 // fields that may span lines) or a bidirectional control, which shows
 // the text around it in another order than it is stored.
+//
+// Apply holds a command to these bounds only when it carries
+// Meta.Bounded, which the leader sets once every live peer advertises
+// that it applies them. An entry of an older leader was applied without
+// them (a server named with a NUL byte, 20,000 extra specs) and replays
+// so, on every peer and from every snapshot: refusing it now would make
+// a replica that replays the log differ from one that applied it then.
 
 // Bounds of what one server or flavor holds.
 const (
@@ -88,4 +95,81 @@ func CheckText(field, s string, max int, multiline bool) error {
 		}
 	}
 	return nil
+}
+
+// checkServerText refuses a server's name, image reference, metadata and
+// networks beyond the bounds any server may hold, whatever command
+// brought them (a boot, a batch of boots, an adoption). Without bounded
+// it checks what an entry without Meta.Bounded was held to: a name of 1
+// to 255 bytes.
+func checkServerText(name, imageRef string, meta map[string]string, nets []Network, bounded bool) error {
+	if name == "" || !bounded && len(name) > maxServerNameLen {
+		return fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	}
+	if !bounded {
+		return nil
+	}
+	if err := CheckText("server name", name, maxServerNameLen, false); err != nil {
+		return err
+	}
+	if err := CheckText("imageRef", imageRef, MaxImageRefLen, false); err != nil {
+		return err
+	}
+	if err := checkMetadata(meta); err != nil {
+		return err
+	}
+	if len(nets) > MaxServerNetworks {
+		return fmt.Errorf("%w: %d networks: a server attaches to at most %d", ErrInvalid, len(nets), MaxServerNetworks)
+	}
+	for i, n := range nets {
+		for _, f := range []struct{ field, s string }{{"uuid", n.UUID}, {"port", n.Port}, {"fixed_ip", n.FixedIP}} {
+			if err := CheckText(fmt.Sprintf("network %d's %s", i, f.field), f.s, maxNetworkFieldLen, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFlavorText refuses a flavor's id, name and description that hold
+// a character CheckText refuses.
+func checkFlavorText(f Flavor) error {
+	for _, t := range []struct {
+		field, s  string
+		max       int
+		multiline bool
+	}{{"flavor ID", f.ID, MaxFlavorIDLen, false}, {"flavor name", f.Name, MaxFlavorNameLen, false},
+		{"flavor description", f.Description, MaxFlavorDescriptionLen, true}} {
+		if err := CheckText(t.field, t.s, t.max, t.multiline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMetadata refuses more than MaxMetadataItems items, keys of more
+// than MaxMetadataKeyLen characters or empty, values of more than
+// MaxMetadataValueLen, and either with a character CheckText refuses (a
+// key is one line). Keys are checked in sorted order.
+func checkMetadata(meta map[string]string) error {
+	if len(meta) > MaxMetadataItems {
+		return fmt.Errorf("%w: %d metadata items: a server has at most %d", ErrInvalid, len(meta), MaxMetadataItems)
+	}
+	for _, k := range sortedKeys(meta) {
+		if k == "" {
+			return fmt.Errorf("%w: a metadata key is empty", ErrInvalid)
+		}
+		if err := CheckText("metadata key", k, MaxMetadataKeyLen, false); err != nil {
+			return err
+		}
+		if err := CheckText(fmt.Sprintf("metadata %q", k), meta[k], MaxMetadataValueLen, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkReason refuses a lock's or a drain's reason beyond its bound.
+func checkReason(field, reason string) error {
+	return CheckText(field, reason, maxReasonLen, true)
 }
