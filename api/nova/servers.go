@@ -93,11 +93,17 @@ func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		since, err := timeQuery(q, "changes-since") // deleted servers too, as Nova
+		if err != nil {
+			return err
+		}
 		all := h.st.Store().Servers()
 		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) }) // newest first, like Nova
 		listed, more, err := pageOf(all, p, func(v fsm.Server) string { return v.ID }, func(v fsm.Server) bool {
 			switch {
-			case !v.Live() && q.Get("deleted") != "true":
+			case !since.IsZero() && v.UpdatedAt.Before(since):
+				return false
+			case !v.Live() && q.Get("deleted") != "true" && since.IsZero():
 				return false
 			case project != "" && v.Project() != project:
 				return false
