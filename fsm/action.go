@@ -225,6 +225,11 @@ func applyUpdateServer(st *state, c *UpdateServer) (any, error) {
 		if err := checkServerText(*c.Name, "", nil, nil, c.Bounded); err != nil {
 			return nil, err
 		}
+		if c.Bounded {
+			if err := CheckName("server name", *c.Name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if !c.Bounded && len(c.LockedReason) > maxServerNameLen {
 		return nil, fmt.Errorf("%w: locked_reason must be at most %d characters", ErrInvalid, maxServerNameLen)

@@ -130,6 +130,9 @@ func validateFlavor(f Flavor, bounded bool) error {
 		if err := checkFlavorText(f); err != nil {
 			return err
 		}
+		if err := CheckName("flavor name", f.Name); err != nil {
+			return err
+		}
 	}
 	sizes := []struct {
 		name  string

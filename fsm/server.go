@@ -235,6 +235,11 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 	if err := checkServerText(c.Name, c.ImageRef, c.Metadata, c.Networks, c.Bounded); err != nil {
 		return nil, err
 	}
+	if c.Bounded {
+		if err := CheckName("server name", c.Name); err != nil {
+			return nil, err
+		}
+	}
 	if c.ImageRef == "" {
 		return nil, fmt.Errorf("%w: imageRef is required: bare-metal servers boot from an image", ErrInvalid)
 	}

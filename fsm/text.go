@@ -97,11 +97,35 @@ func CheckText(field, s string, max int, multiline bool) error {
 	return nil
 }
 
+// CheckName refuses what is not Nova's name: 1 to 255 printable
+// characters (IsPrintable), the first and the last no space.
+func CheckName(field, s string) error {
+	if err := CheckText(field, s, maxServerNameLen, false); err != nil {
+		return err
+	}
+	first, _ := utf8.DecodeRuneInString(s)
+	last, _ := utf8.DecodeLastRuneInString(s)
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: %s is empty", ErrInvalid, field)
+	case unicode.Is(unicode.Zs, first) || unicode.Is(unicode.Zs, last):
+		return fmt.Errorf("%w: %s %q starts or ends with a space", ErrInvalid, field, s)
+	}
+	for i, r := range s {
+		if !IsPrintable(r) {
+			return fmt.Errorf("%w: %s holds %U at byte %d, which is no printable character", ErrInvalid, field, r, i)
+		}
+	}
+	return nil
+}
+
 // checkServerText refuses a server's name, image reference, metadata and
 // networks beyond the bounds any server may hold, whatever command
 // brought them (a boot, a batch of boots, an adoption). Without bounded
 // it checks what an entry without Meta.Bounded was held to: a name of 1
-// to 255 bytes.
+// to 255 bytes. A name of a server corral made or renamed is Nova's name
+// (CheckName); an adopted server keeps the name it has, as long as it is
+// text (Nova's old API took any).
 func checkServerText(name, imageRef string, meta map[string]string, nets []Network, bounded bool) error {
 	if name == "" || !bounded && len(name) > maxServerNameLen {
 		return fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
