@@ -253,8 +253,9 @@ func TestProposeRetriesUntilTheDeadline(t *testing.T) {
 		t.Fatalf("gave up after %s, before the 1.5 s deadline", took)
 	}
 	done := make(chan error, 1)
+	node := cut.Node // Kill clears it
 	go func() {
-		_, err := cut.Node.Propose(ctxT(t, time.Minute), flavor("stopping"))
+		_, err := node.Propose(ctxT(t, time.Minute), flavor("stopping"))
 		done <- err
 	}()
 	h.Kill(cut.Name)

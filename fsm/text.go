@@ -23,8 +23,9 @@ import (
 // Bounds of what one server or flavor holds.
 const (
 	// MaxMetadataItems bounds a server's metadata, whatever the metadata
-	// quota of its project (Nova's default quota is 128 items, which the
-	// compute API enforces).
+	// quota of its project: Nova's default quota, 128 items, is what the
+	// compute API enforces, and a project's quota may be raised above it
+	// without a change of what Apply accepts.
 	MaxMetadataItems = 1024
 	// MaxMetadataKeyLen and MaxMetadataValueLen bound one item, as Nova.
 	MaxMetadataKeyLen   = 255
