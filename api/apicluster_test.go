@@ -18,12 +18,13 @@ import (
 )
 
 // apiCluster is an in-process cluster whose peers serve their API on
-// real listeners named in gossip, as agents do: a follower reaches the
-// leader's API (remove-peer, snapshots) and every peer is the operator of
-// its own endpoints.
+// real listeners named in gossip, as agents do: a follower forwards
+// writes to the leader's API, reaches it for remove-peer and snapshots,
+// and every peer is the operator of its own endpoints.
 type apiCluster struct {
-	h  *clustertest.Harness
-	ts []*httptest.Server // by peer, p1 first
+	h   *clustertest.Harness
+	ts  []*httptest.Server // by peer, p1 first
+	api []*api.Server
 }
 
 // startAPICluster starts n peers, each serving api.New of the config
@@ -42,6 +43,7 @@ func startAPICluster(t *testing.T, n int, with func(*clustertest.Peer, *api.Conf
 	h := clustertest.Start(t, n, clustertest.Options{Tweak: func(cfg *cluster.Config) {
 		cfg.APIAddr = listeners[cfg.Name].Addr().String()
 		cfg.PeerPaths = api.PeerPaths()
+		cfg.Forwarder = nil // forwarding over HTTP, through the API's peers' endpoints
 	}})
 	h.Leader(15 * time.Second)
 	c := &apiCluster{h: h}
@@ -66,7 +68,7 @@ func startAPICluster(t *testing.T, n int, with func(*clustertest.Peer, *api.Conf
 		ts.Listener = listeners[p.Name]
 		ts.Start()
 		t.Cleanup(ts.Close)
-		c.ts = append(c.ts, ts)
+		c.ts, c.api = append(c.ts, ts), append(c.api, srv)
 	}
 	for i, ts := range c.ts {
 		testkit.Eventually(t, 15*time.Second, func() error {

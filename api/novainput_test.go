@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Nova's schemas take a flavor's sizes as strings of digits, its id as a
@@ -151,6 +154,8 @@ func TestNovaStrictInput(t *testing.T) {
 		{"key pair name with NUL", "POST", "/os-keypairs", `{"keypair": {"name": "k\u0000"}}`, nil, 400, "unsafe characters"},
 		{"lock reason with NUL", "POST", "/servers/" + server + "/action", `{"lock": {"locked_reason": "a\u0000"}}`, mv("2.73"), 400, "locked_reason"},
 		{"rebuild with a bad access address", "POST", "/servers/" + server + "/action", `{"rebuild": {"imageRef": "http://img/b", "accessIPv4": "x"}}`, nil, 400, "ipv4"},
+		{"changes-since not a date", "GET", "/servers?changes-since=yesterday", "", nil, 400, "Invalid input for query parameters changes-since. Value: yesterday. 'yesterday' is not a 'date-time'"},
+		{"changes-since a 13th month", "GET", "/servers/detail?changes-since=2020-13-01T00:00:00Z", "", nil, 400, "is not a 'date-time'"},
 		{"rebuild with preserve_ephemeral a word", "POST", "/servers/" + server + "/action", `{"rebuild": {"imageRef": "http://img/b", "preserve_ephemeral": "sure"}}`, nil, 400, "preserve_ephemeral"},
 	}
 	for _, c := range cases {
@@ -175,5 +180,50 @@ func TestNovaStrictInput(t *testing.T) {
 		if r := do(t, e.ts, "POST", computeBase+"/servers", adminToken, ok, nil); r.code != http.StatusAccepted {
 			t.Errorf("boot at the bounds: %.200s: %s", ok, r)
 		}
+	}
+}
+
+// changes-since lists the servers changed at or after a time, deleted
+// ones too, as Nova.
+func TestServerListChangesSince(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	createFlavor(t, e, `{"flavor": {"name": "f", "id": "f", "ram": 1, "vcpus": 1, "disk": 1}}`)
+	boot := func(name string) string {
+		r := do(t, e.ts, http.MethodPost, computeBase+"/servers", adminToken,
+			`{"server": {"name": "`+name+`", "imageRef": "http://img/a", "flavorRef": "f", "networks": "none"}}`, nil)
+		if r.code != http.StatusAccepted {
+			t.Fatalf("boot %s: %s", name, r)
+		}
+		return get(t, r.json(t), "server", "id").(string)
+	}
+	boot("kept")
+	gone := boot("gone")
+	if r := do(t, e.ts, http.MethodDelete, computeBase+"/servers/"+gone, adminToken, "", nil); r.code != http.StatusNoContent {
+		t.Fatalf("delete: %s", r)
+	}
+	names := func(query string) []string {
+		r := do(t, e.ts, http.MethodGet, computeBase+"/servers?"+query, adminToken, "", nil)
+		if r.code != http.StatusOK {
+			t.Fatalf("list ?%s: %s", query, r)
+		}
+		var out []string
+		for _, s := range get(t, r.json(t), "servers").([]any) {
+			out = append(out, s.(map[string]any)["name"].(string))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(""); !slices.Equal(got, []string{"kept"}) {
+		t.Errorf("list: %v, want kept only", got)
+	}
+	if got := names("changes-since=2000-01-01T00:00:00Z"); !slices.Equal(got, []string{"gone", "kept"}) {
+		t.Errorf("changes-since 2000: %v, want the deleted server too", got)
+	}
+	if got := names("changes-since=" + url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))); len(got) != 0 {
+		t.Errorf("changes-since in an hour: %v, want none", got)
+	}
+	if got := names("changes-since=2000-01-01"); len(got) != 2 {
+		t.Errorf("changes-since a date: %v, want both", got)
 	}
 }

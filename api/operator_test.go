@@ -216,3 +216,24 @@ func TestRemovePeerThroughFollower(t *testing.T) {
 		}
 	}
 }
+
+// A follower passes a snapshot restore on to the leader and answers the
+// leader's refusal of a file that is no snapshot as the leader does: 400
+// in the native API's error body, not a 5xx of the peers' protocol.
+func TestBadSnapshotThroughFollower(t *testing.T) {
+	c := startAPICluster(t, 3, nil)
+	leader := c.h.Leader(10 * time.Second)
+	fol := c.h.Followers(leader)[0]
+	before := leader.Node.Store().Digest()
+	for _, ts := range []*httptest.Server{c.server(leader.Name), c.server(fol.Name)} {
+		r := do(t, ts, "POST", wire.SnapshotPath, adminToken, "no snapshot at all", map[string]string{"Content-Type": "application/octet-stream"})
+		if r.code != http.StatusBadRequest {
+			t.Errorf("restore a file that is no snapshot: %s, want 400", r)
+		} else if key, msg := errorMessage(t, r); key != "error" || msg == "" {
+			t.Errorf("restore a file that is no snapshot: %s", r.body)
+		}
+	}
+	if leader.Node.Store().Digest() != before {
+		t.Error("a refused restore changed the state")
+	}
+}

@@ -241,6 +241,9 @@ func (c *Config) setDefaults() {
 	settings := make(map[string]string, len(c.Settings)+1)
 	maps.Copy(settings, c.Settings)
 	settings[settingPurgeServers] = "true"
+	if _, set := settings[settingTextBounds]; !set {
+		settings[settingTextBounds] = "true" // "false" is how an older peer is played in tests
+	}
 	settings[settingCommands] = fsm.KnownCommands()
 	if v := c.Version; v != "" {
 		// Gossip metadata must stay within memberlist's 512 bytes.

@@ -133,6 +133,19 @@ func (n *Node) applyLocalValue(ctx context.Context, cmd fsm.Command) (uint64, an
 	return n.decisions.decide(ctx, cmd, n.goneHosts(), create && n.CommandKnown(fsm.CmdCreateServers))
 }
 
+// settingTextBounds is advertised in gossip by every peer that applies
+// fsm's bounds of stored text to the entries that carry fsm.Meta.Bounded.
+// An older peer would store what a newer one refuses, so the leader sets
+// the flag only while every live peer advertises this.
+const settingTextBounds = "fsm_bounds"
+
+// textBounded reports whether the entries this leader commits carry
+// fsm.Meta.Bounded.
+func (n *Node) textBounded() bool {
+	v, ok := n.AgreedSetting("", settingTextBounds)
+	return ok && v == "true"
+}
+
 // settingCommands is advertised in gossip by every peer: the command types
 // it can apply (fsm.KnownCommands).
 const settingCommands = "fsm_commands"
@@ -164,6 +177,7 @@ func (n *Node) CommandKnown(t fsm.CommandType) bool {
 // fsm.Result's Value) and Apply's business error.
 func (n *Node) commit(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
 	cmd.Header().At = time.Now().UTC()
+	cmd.Header().Bounded = n.textBounded()
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode %s: %w", cmd.Type(), err)

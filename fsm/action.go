@@ -155,6 +155,11 @@ func startAction(st *state, c *RequestServerAction, requestID string) (Server, e
 	if !ok || s.Status == StatusDeleted {
 		return Server{}, errServerNotFound(c.ID)
 	}
+	if c.Bounded {
+		if err := CheckText("imageRef", c.ImageRef, MaxImageRefLen, false); err != nil {
+			return Server{}, err
+		}
+	}
 	task, known := actionTask[c.Kind]
 	switch {
 	case !known:
@@ -231,11 +236,23 @@ func applyUpdateServer(st *state, c *UpdateServer) (any, error) {
 	if !ok || s.Status == StatusDeleted {
 		return nil, errServerNotFound(c.ID)
 	}
-	if c.Name != nil && (*c.Name == "" || len(*c.Name) > maxServerNameLen) {
-		return nil, fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	if c.Name != nil {
+		if err := checkServerText(*c.Name, "", nil, nil, c.Bounded); err != nil {
+			return nil, err
+		}
+		if c.Bounded {
+			if err := CheckName("server name", *c.Name); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if len(c.LockedReason) > maxServerNameLen {
+	if !c.Bounded && len(c.LockedReason) > maxServerNameLen {
 		return nil, fmt.Errorf("%w: locked_reason must be at most %d characters", ErrInvalid, maxServerNameLen)
+	}
+	if c.Bounded {
+		if err := checkReason("locked_reason", c.LockedReason); err != nil {
+			return nil, err
+		}
 	}
 	s = cloneServer(s)
 	if c.Name != nil {

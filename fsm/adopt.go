@@ -117,7 +117,7 @@ func validateAdopt(c *AdoptServer) error {
 	switch {
 	case c.ID == "" || len(c.ID) > MaxFlavorIDLen:
 		return fmt.Errorf("%w: server id must be 1 to %d characters", ErrInvalid, MaxFlavorIDLen)
-	case c.Name == "" || len(c.Name) > maxServerNameLen:
+	case c.Name == "" || !c.Bounded && len(c.Name) > maxServerNameLen:
 		return fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
 	case c.NodeUUID == "":
 		return fmt.Errorf("%w: an adopted server needs the Ironic node it is deployed on", ErrInvalid)
@@ -125,6 +125,9 @@ func validateAdopt(c *AdoptServer) error {
 		return fmt.Errorf("%w: an adopted server needs the image it was deployed from (image_ref)", ErrInvalid)
 	case c.Flavor.ID == "" || c.Flavor.Name == "":
 		return fmt.Errorf("%w: an adopted server needs its flavor (id and name)", ErrInvalid)
+	}
+	if err := checkServerText(c.Name, c.ImageRef, c.Metadata, nil, c.Bounded); err != nil {
+		return err
 	}
 	if _, ok := placement.NormalizeUUID(c.ID); !ok {
 		return fmt.Errorf("%w: server id %q is not a UUID: an adopted instance keeps its uuid", ErrInvalid, c.ID)
@@ -134,8 +137,11 @@ func validateAdopt(c *AdoptServer) error {
 			return fmt.Errorf("%w: %s must be at most %d bytes of UTF-8", ErrInvalid, v.field, placement.MaxSymbolLen)
 		}
 	}
-	if err := ValidateExtraSpecs(c.Flavor.ExtraSpecs); err != nil {
+	if err := validateExtraSpecs(c.Flavor.ExtraSpecs, c.Bounded); err != nil {
 		return err
+	}
+	if c.Bounded {
+		return checkFlavorText(c.Flavor)
 	}
 	return nil
 }

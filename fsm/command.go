@@ -83,6 +83,10 @@ func (t CommandType) Ignorable() bool { return t&IgnoreUnknownFlag != 0 }
 type Meta struct {
 	At        time.Time `json:"at"`
 	RequestID string    `json:"request_id,omitempty"`
+	// Bounded, set by the leader once every live peer applies them, puts
+	// the command under the bounds of text.go. Entries without it, all
+	// those of older versions among them, replay as they always did.
+	Bounded bool `json:"bounded,omitempty"`
 }
 
 // Header returns m, which gives every command embedding Meta access to it.

@@ -33,7 +33,7 @@ func applyCreateServers(st *state, c *CreateServers) (any, error) {
 	out := make(BatchResult, len(c.Servers))
 	for i := range c.Servers {
 		sub := c.Servers[i]
-		sub.At = c.At
+		sub.At, sub.Bounded = c.At, c.Bounded
 		v, err := applyCreateServer(st, &sub)
 		out[i] = Result{Value: v, Err: err}
 	}

@@ -166,6 +166,9 @@ func applyServerSet(st *state, set *ServerSet, at time.Time) ([]Server, error) {
 		seen[m.ID] = true
 		c := tmpl
 		c.At, c.ID, c.Name = at, m.ID, memberName(tmpl.Name, i, n)
+		// Every peer that applies this command type holds text to the
+		// bounds (text.go): they came in the same release.
+		c.Bounded = true
 		c.Host, c.Claim, c.NoValidHost = m.Host, m.Claim, m.NoValidHost
 		s, err := prepareServer(st, &c)
 		if err != nil {

@@ -23,6 +23,11 @@
 //     applying only part of the log would make replicas diverge silently,
 //     which is worse than stopping.
 //
+// A stricter check of an existing command is a change of the format too:
+// an entry an older version applied must replay the same. Such a check
+// applies only to entries that carry a flag of Meta the leader sets once
+// every live peer advertises it (Meta.Bounded, text.go).
+//
 // Adding a command takes one call to register in an init function of the
 // file that owns the entity, next to the command's type and apply function;
 // the Store's reads of an entity live in that file too (host.go, flavor.go,

@@ -103,8 +103,13 @@ func NormalizeFlavor(f *Flavor) {
 	}
 }
 
-// ValidateFlavor checks a normalized flavor's fields. Errors wrap ErrInvalid.
-func ValidateFlavor(f Flavor) error {
+// ValidateFlavor checks a normalized flavor's fields, under the bounds
+// of text.go. Errors wrap ErrInvalid.
+func ValidateFlavor(f Flavor) error { return validateFlavor(f, true) }
+
+// validateFlavor is ValidateFlavor; without bounded, as entries that do
+// not carry Meta.Bounded were applied.
+func validateFlavor(f Flavor, bounded bool) error {
 	switch {
 	case f.ID == "":
 		return fmt.Errorf("%w: flavor ID is empty: give the flavor an ID", ErrInvalid)
@@ -120,6 +125,14 @@ func ValidateFlavor(f Flavor) error {
 		return fmt.Errorf("%w: flavor name %q has leading or trailing whitespace: remove it", ErrInvalid, f.Name)
 	case utf8.RuneCountInString(f.Description) > MaxFlavorDescriptionLen:
 		return fmt.Errorf("%w: flavor description is longer than %d characters", ErrInvalid, MaxFlavorDescriptionLen)
+	}
+	if bounded {
+		if err := checkFlavorText(f); err != nil {
+			return err
+		}
+		if err := CheckName("flavor name", f.Name); err != nil {
+			return err
+		}
 	}
 	sizes := []struct {
 		name  string
@@ -140,19 +153,34 @@ func ValidateFlavor(f Flavor) error {
 	if !(f.RxTxFactor > 0) || math.IsInf(f.RxTxFactor, 0) {
 		return fmt.Errorf("%w: flavor rxtx_factor is %v: use a finite number greater than 0", ErrInvalid, f.RxTxFactor)
 	}
-	return ValidateExtraSpecs(f.ExtraSpecs)
+	if bounded && f.RxTxFactor > MaxRxTxFactor {
+		return fmt.Errorf("%w: flavor rxtx_factor is %v: use a number greater than 0, at most %g", ErrInvalid, f.RxTxFactor, MaxRxTxFactor)
+	}
+	return validateExtraSpecs(f.ExtraSpecs, bounded)
 }
 
 // ValidateExtraSpecs checks extra spec keys (1 to 255 characters of letters,
-// digits, '_', ':', '.', ' ' and '-') and values (at most 255 characters).
-// Keys are checked in sorted order, so the error is the same on every peer.
-func ValidateExtraSpecs(specs map[string]string) error {
+// digits, '_', ':', '.', ' ' and '-') and values (at most 255 characters,
+// under the bounds of text.go), at most MaxExtraSpecs of them. Keys are
+// checked in sorted order, so the error is the same on every peer.
+func ValidateExtraSpecs(specs map[string]string) error { return validateExtraSpecs(specs, true) }
+
+func validateExtraSpecs(specs map[string]string, bounded bool) error {
+	if bounded && len(specs) > MaxExtraSpecs {
+		return fmt.Errorf("%w: %d extra specs: a flavor has at most %d", ErrInvalid, len(specs), MaxExtraSpecs)
+	}
 	for _, k := range sortedKeys(specs) {
 		if err := validateExtraSpecKey(k); err != nil {
 			return err
 		}
 		if n := utf8.RuneCountInString(specs[k]); n > MaxExtraSpecValueLen {
 			return fmt.Errorf("%w: extra spec %q has a value of %d characters: use at most %d", ErrInvalid, k, n, MaxExtraSpecValueLen)
+		}
+		if !bounded {
+			continue
+		}
+		if err := CheckText(fmt.Sprintf("extra spec %q", k), specs[k], MaxExtraSpecValueLen, true); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -192,7 +220,7 @@ func errFlavorNotFound(id string) error {
 func applyCreateFlavor(st *state, c *CreateFlavor) (any, error) {
 	f := cloneFlavor(c.Flavor)
 	NormalizeFlavor(&f)
-	if err := ValidateFlavor(f); err != nil {
+	if err := validateFlavor(f, c.Bounded); err != nil {
 		return nil, err
 	}
 	if _, dup := st.flavors[f.ID]; dup {
@@ -223,7 +251,7 @@ func applySetFlavorExtraSpecs(st *state, c *SetFlavorExtraSpecs) (any, error) {
 	if !ok {
 		return nil, errFlavorNotFound(c.ID)
 	}
-	if err := ValidateExtraSpecs(c.Specs); err != nil {
+	if err := validateExtraSpecs(c.Specs, c.Bounded); err != nil {
 		return nil, err
 	}
 	specs := maps.Clone(f.ExtraSpecs)
@@ -231,6 +259,9 @@ func applySetFlavorExtraSpecs(st *state, c *SetFlavorExtraSpecs) (any, error) {
 		specs = make(map[string]string, len(c.Specs))
 	}
 	maps.Copy(specs, c.Specs)
+	if c.Bounded && len(specs) > MaxExtraSpecs {
+		return nil, fmt.Errorf("%w: flavor %s would have %d extra specs: a flavor has at most %d", ErrInvalid, c.ID, len(specs), MaxExtraSpecs)
+	}
 	f.ExtraSpecs = specs
 	if len(f.ExtraSpecs) == 0 {
 		f.ExtraSpecs = nil

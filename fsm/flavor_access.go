@@ -46,6 +46,11 @@ func applyUpdateFlavor(st *state, c *UpdateFlavor) (any, error) {
 	if utf8.RuneCountInString(c.Description) > MaxFlavorDescriptionLen {
 		return nil, fmt.Errorf("%w: flavor description is longer than %d characters", ErrInvalid, MaxFlavorDescriptionLen)
 	}
+	if c.Bounded {
+		if err := CheckText("flavor description", c.Description, MaxFlavorDescriptionLen, true); err != nil {
+			return nil, err
+		}
+	}
 	f = cloneFlavor(f)
 	f.Description = c.Description
 	f.UpdatedAt = c.At.UTC()
@@ -60,6 +65,11 @@ func applySetFlavorAccess(st *state, c *SetFlavorAccess) (any, error) {
 	}
 	if c.Project == "" || len(c.Project) > maxProjectIDLen {
 		return nil, fmt.Errorf("%w: a project id is 1 to %d characters", ErrInvalid, maxProjectIDLen)
+	}
+	if c.Bounded {
+		if err := CheckText("project id", c.Project, maxProjectIDLen, false); err != nil {
+			return nil, err
+		}
 	}
 	i, has := slices.BinarySearch(f.Access, c.Project)
 	switch {

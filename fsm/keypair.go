@@ -192,6 +192,11 @@ func bootKey(st *state, c *CreateServer) (string, error) {
 	if c.KeyName == "" {
 		return "", nil
 	}
+	if c.Bounded {
+		if err := CheckText("key_name", c.KeyName, MaxKeyPairNameLen, false); err != nil {
+			return "", err
+		}
+	}
 	k, ok := st.keypairs[keyPairKey(orAdmin(c.UserID), c.KeyName)]
 	if !ok {
 		return "", fmt.Errorf("%w: Invalid key_name provided: the user has no key pair %q (list them with openstack keypair list)", ErrInvalid, c.KeyName)

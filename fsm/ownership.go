@@ -68,6 +68,11 @@ func applySetHostDrain(st *state, c *SetHostDrain) (any, error) {
 	if c.Drained {
 		reason = c.Reason
 	}
+	if c.Bounded {
+		if err := checkReason("drain reason", reason); err != nil {
+			return nil, err
+		}
+	}
 	if h.Drained != c.Drained || h.DrainReason != reason {
 		h.Drained, h.DrainReason = c.Drained, reason
 		h.ChangedAt = c.At.UTC()

@@ -317,11 +317,19 @@ func prepareServer(st *state, c *CreateServer) (Server, error) {
 	if c.ID == "" || len(c.ID) > MaxFlavorIDLen {
 		return Server{}, fmt.Errorf("%w: server id must be 1 to %d characters", ErrInvalid, MaxFlavorIDLen)
 	}
-	if c.Name == "" || len(c.Name) > maxServerNameLen {
-		return Server{}, fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	if err := checkServerText(c.Name, c.ImageRef, c.Metadata, c.Networks, c.Bounded); err != nil {
+		return Server{}, err
+	}
+	if c.Bounded {
+		if err := CheckName("server name", c.Name); err != nil {
+			return Server{}, err
+		}
 	}
 	if c.ImageRef == "" {
 		return Server{}, fmt.Errorf("%w: imageRef is required: bare-metal servers boot from an image", ErrInvalid)
+	}
+	if c.Bounded && len(c.FlavorID) > MaxFlavorIDLen {
+		return Server{}, fmt.Errorf("%w: flavor id is longer than %d characters: list flavors for valid flavorRef values", ErrInvalid, MaxFlavorIDLen)
 	}
 	if len(c.ProjectID) > maxServerNameLen || len(c.UserID) > maxServerNameLen {
 		return Server{}, fmt.Errorf("%w: project and user ids must be at most %d characters", ErrInvalid, maxServerNameLen)

@@ -12,12 +12,20 @@ import (
 // a control character (tab, line feed and carriage return only in the
 // fields that may span lines) or a bidirectional control, which shows
 // the text around it in another order than it is stored.
+//
+// Apply holds a command to these bounds only when it carries
+// Meta.Bounded, which the leader sets once every live peer advertises
+// that it applies them. An entry of an older leader was applied without
+// them (a server named with a NUL byte, 20,000 extra specs) and replays
+// so, on every peer and from every snapshot: refusing it now would make
+// a replica that replays the log differ from one that applied it then.
 
 // Bounds of what one server or flavor holds.
 const (
 	// MaxMetadataItems bounds a server's metadata, whatever the metadata
-	// quota of its project (Nova's default quota is 128 items, which the
-	// compute API enforces).
+	// quota of its project: Nova's default quota, 128 items, is what the
+	// compute API enforces, and a project's quota may be raised above it
+	// without a change of what Apply accepts.
 	MaxMetadataItems = 1024
 	// MaxMetadataKeyLen and MaxMetadataValueLen bound one item, as Nova.
 	MaxMetadataKeyLen   = 255
@@ -88,4 +96,105 @@ func CheckText(field, s string, max int, multiline bool) error {
 		}
 	}
 	return nil
+}
+
+// CheckName refuses what is not Nova's name: 1 to 255 printable
+// characters (IsPrintable), the first and the last no space.
+func CheckName(field, s string) error {
+	if err := CheckText(field, s, maxServerNameLen, false); err != nil {
+		return err
+	}
+	first, _ := utf8.DecodeRuneInString(s)
+	last, _ := utf8.DecodeLastRuneInString(s)
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: %s is empty", ErrInvalid, field)
+	case unicode.Is(unicode.Zs, first) || unicode.Is(unicode.Zs, last):
+		return fmt.Errorf("%w: %s %q starts or ends with a space", ErrInvalid, field, s)
+	}
+	for i, r := range s {
+		if !IsPrintable(r) {
+			return fmt.Errorf("%w: %s holds %U at byte %d, which is no printable character", ErrInvalid, field, r, i)
+		}
+	}
+	return nil
+}
+
+// checkServerText refuses a server's name, image reference, metadata and
+// networks beyond the bounds any server may hold, whatever command
+// brought them (a boot, a batch of boots, an adoption). Without bounded
+// it checks what an entry without Meta.Bounded was held to: a name of 1
+// to 255 bytes. A name of a server corral made or renamed is Nova's name
+// (CheckName); an adopted server keeps the name it has, as long as it is
+// text (Nova's old API took any).
+func checkServerText(name, imageRef string, meta map[string]string, nets []Network, bounded bool) error {
+	if name == "" || !bounded && len(name) > maxServerNameLen {
+		return fmt.Errorf("%w: server name must be 1 to %d characters", ErrInvalid, maxServerNameLen)
+	}
+	if !bounded {
+		return nil
+	}
+	if err := CheckText("server name", name, maxServerNameLen, false); err != nil {
+		return err
+	}
+	if err := CheckText("imageRef", imageRef, MaxImageRefLen, false); err != nil {
+		return err
+	}
+	if err := checkMetadataText(meta); err != nil {
+		return err
+	}
+	if len(nets) > MaxServerNetworks {
+		return fmt.Errorf("%w: %d networks: a server attaches to at most %d", ErrInvalid, len(nets), MaxServerNetworks)
+	}
+	for i, n := range nets {
+		for _, f := range []struct{ field, s string }{{"uuid", n.UUID}, {"port", n.Port}, {"fixed_ip", n.FixedIP}} {
+			if err := CheckText(fmt.Sprintf("network %d's %s", i, f.field), f.s, maxNetworkFieldLen, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFlavorText refuses a flavor's id, name and description that hold
+// a character CheckText refuses.
+func checkFlavorText(f Flavor) error {
+	for _, t := range []struct {
+		field, s  string
+		max       int
+		multiline bool
+	}{{"flavor ID", f.ID, MaxFlavorIDLen, false}, {"flavor name", f.Name, MaxFlavorNameLen, false},
+		{"flavor description", f.Description, MaxFlavorDescriptionLen, true}} {
+		if err := CheckText(t.field, t.s, t.max, t.multiline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMetadataText refuses more than MaxMetadataItems items, keys of more
+// than MaxMetadataKeyLen characters or empty, values of more than
+// MaxMetadataValueLen, and either with a character CheckText refuses (a
+// key is one line). Keys are checked in sorted order.
+func checkMetadataText(meta map[string]string) error {
+	if len(meta) > MaxMetadataItems {
+		return fmt.Errorf("%w: %d metadata items: a server has at most %d", ErrInvalid, len(meta), MaxMetadataItems)
+	}
+	for _, k := range sortedKeys(meta) {
+		if k == "" {
+			return fmt.Errorf("%w: a metadata key is empty", ErrInvalid)
+		}
+		if err := CheckText("metadata key", k, MaxMetadataKeyLen, false); err != nil {
+			return err
+		}
+		if err := CheckText(fmt.Sprintf("metadata %q", k), meta[k], MaxMetadataValueLen, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkReason refuses a lock's or a drain's reason beyond its bound.
+func checkReason(field, reason string) error {
+	return CheckText(field, reason, maxReasonLen, true)
 }

@@ -3,7 +3,9 @@ package admin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
+	"github.com/corral-dev/corral/cluster/forward"
 	"github.com/corral-dev/corral/wire"
 )
 
@@ -57,6 +60,9 @@ func (h *Handlers) Snapshot(c echo.Context) error {
 			return err
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			return relayedError(resp)
+		}
 		for _, name := range []string{"Content-Type", "X-Corral-Snapshot-Index", "X-Corral-Snapshot-Sha256"} {
 			if v := resp.Header.Get(name); v != "" {
 				c.Response().Header().Set(name, v)
@@ -87,6 +93,26 @@ func (h *Handlers) Snapshot(c echo.Context) error {
 	c.Response().Header().Set("X-Corral-Snapshot-Index", strconv.FormatUint(hdr.Index, 10))
 	c.Response().Header().Set("X-Corral-Snapshot-Sha256", hdr.SHA256)
 	return c.Blob(http.StatusOK, "application/octet-stream", buf.Bytes())
+}
+
+// relayedError is the leader's refusal of a relayed snapshot, as this
+// peer's own: the leader answered in the peers' error format, which is
+// not the one the operator reads.
+func relayedError(resp *http.Response) error {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := fmt.Sprintf("the leader answered %d: %.200s", resp.StatusCode, raw)
+	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	if resp.StatusCode >= 500 {
+		return &forward.PeerError{Status: resp.StatusCode, Message: msg}
+	}
+	return echo.NewHTTPError(resp.StatusCode, msg)
 }
 
 // RemovePeer is POST wire.RemovePeerPath (and, relayed from a follower,
