@@ -31,6 +31,8 @@ const (
 // actionConflict maps the fsm's refusal of an action to Nova's answer.
 func actionConflict(err error, id string) error {
 	switch {
+	case errors.Is(err, fsm.ErrQuotaExceeded): // a kind of ErrConflict that Nova answers with 403
+		return err
 	case errors.Is(err, fsm.ErrNotFound):
 		return core.ServerNotFound(id)
 	case errors.Is(err, fsm.ErrConflict):
