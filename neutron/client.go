@@ -262,7 +262,9 @@ func (c *Client) connect(ctx context.Context) (*gophercloud.ServiceClient, error
 			return sc, nil
 		case !errors.As(err, &nf):
 			// The catalog names it, but asking it which API versions it has failed.
-			return nil, c.wrap(http.MethodGet, "Neutron's version document (catalog endpoint, interface "+i+")", err)
+			return nil, fmt.Errorf("%w: Neutron, found in Keystone's catalog (interface %s), does not answer its "+
+				"version document: check that it runs at its catalog endpoint, or set [neutron] endpoint_override: %w",
+				ErrUnavailable, i, err)
 		}
 		tried = append(tried, i)
 	}

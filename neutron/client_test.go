@@ -88,7 +88,14 @@ func TestCheckUnreachable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("Check of a Neutron that is not there = %v", err)
 	}
-	o := newFake(t).opts()
+	// Keystone answers and its catalog names Neutron, which does not answer.
+	f := newFake(t)
+	f.down = true
+	err = mustNew(t, f.opts()).Check(context.Background())
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "does not answer its version document") {
+		t.Fatalf("Check with Neutron down = %v", err)
+	}
+	o := f.opts()
 	o.AuthURL = dead + "/v3"
 	err = mustNew(t, o).Check(context.Background())
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "[neutron] auth_url") {

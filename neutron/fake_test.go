@@ -24,6 +24,7 @@ type fake struct {
 	valid     map[string]bool // tokens Neutron accepts
 	refuseAll bool            // Neutron answers 401 to every token
 	noauth    bool            // Neutron wants no token
+	down      bool            // Neutron answers 503 to everything
 	requests  []string        // "METHOD path?query token"
 	bodies    []map[string]any
 	ports     map[string]map[string]any
@@ -77,6 +78,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, p+"/v2.0/") {
 			root = p
 		}
+	}
+	if f.down && !strings.HasPrefix(r.URL.Path, "/v3/") {
+		neutronError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "down for the test")
+		return
 	}
 	for _, p := range []string{"/public", "/internal", "/override"} {
 		if r.URL.Path == p || r.URL.Path == p+"/" {

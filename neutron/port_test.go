@@ -70,6 +70,12 @@ func TestPortLifecycle(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) || ErrorType(err) != "PortNotFound" {
 		t.Errorf("show of a deleted port = %v", err)
 	}
+	f.mu.Lock()
+	f.down = true
+	f.mu.Unlock()
+	if err := c.DeletePort(ctx, p.ID); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "503") {
+		t.Errorf("delete while Neutron answers 503 = %v, want ErrUnavailable", err)
+	}
 }
 
 func TestNetworksForProject(t *testing.T) {
