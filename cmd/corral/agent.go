@@ -125,6 +125,11 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		_ = ln.Close()
 		return nil, err
 	}
+	if err := a.checkNeutron(); err != nil { // config_neutron.go
+		_ = node.Shutdown()
+		_ = ln.Close()
+		return nil, err
+	}
 	srv, err := api.New(apiCfg, node)
 	if err != nil {
 		_ = node.Shutdown()

@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/mirror"
+	"github.com/corral-dev/corral/neutron"
 )
 
 // Default ports of an agent.
@@ -66,6 +67,8 @@ type agentConfig struct {
 	Keystone     keystone.Options
 	// Glance is the [glance] section (config_glance.go).
 	Glance glanceConfig
+	// Neutron is the [neutron] section (config_neutron.go).
+	Neutron neutron.Options
 
 	// LegacyInventory is [workarounds]
 	// report_ironic_standard_resource_class_inventory.
@@ -412,7 +415,7 @@ func (c *agentConfig) validate() error {
 	if len(c.AdminTokens) == 0 && c.AuthStrategy != strategyKeystone {
 		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment (with strategy keystone, Keystone's admins need none)"))
 	}
-	errs = append(errs, c.validateAuth(), c.validateGlance())
+	errs = append(errs, c.validateAuth(), c.validateGlance(), c.validateNeutron())
 	for _, t := range append(append([]string{}, c.AdminTokens...), c.ReaderTokens...) {
 		if len(t) < 8 {
 			errs = append(errs, fmt.Errorf("token %q is too short: use at least 8 characters", t[:min(len(t), 3)]+"…"))

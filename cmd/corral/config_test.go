@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/cluster/tlsutil"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
+	"github.com/corral-dev/corral/neutron"
 )
 
 const goodToken = "admin-token-0001"
@@ -454,6 +455,18 @@ project_name = service
 user_domain_name = Default
 project_domain_name = Default
 
+[neutron]
+auth_type = password
+auth_url = http://10.1.2.20:5000/v3
+username = corral-network
+password = neutron-secret
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = RegionOne
+valid_interfaces = internal,public
+endpoint_override = http://10.1.2.40:9696
+
 [failover]
 down_grace = 3s
 refused_grace = 2s
@@ -521,6 +534,9 @@ func TestConfigFullExample(t *testing.T) {
 		Glance: glanceConfig{URL: "http://10.1.2.30:9292", AuthType: "password", Service: keystone.Options{
 			AuthURL: "http://10.1.2.20:5000/v3", Username: "corral-images", Password: "glance-secret", ProjectName: "service",
 			UserDomainName: "Default", ProjectDomainName: "Default"}},
+		Neutron: neutron.Options{AuthType: "password", AuthURL: "http://10.1.2.20:5000/v3", Username: "corral-network",
+			Password: "neutron-secret", ProjectName: "service", UserDomainName: "Default", ProjectDomainName: "Default",
+			RegionName: "RegionOne", ValidInterfaces: "internal,public", EndpointOverride: "http://10.1.2.40:9696"},
 		AuthStrategy: "token",
 		Keystone: keystone.Options{AuthURL: "http://10.1.2.20:5000/v3", WWWAuthenticateURI: "http://keystone.example.com:5000",
 			Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",

@@ -1,0 +1,151 @@
+package neutron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsbinding"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+)
+
+// vnic types corral asks for (binding:vnic_type).
+const (
+	VNICBaremetal = "baremetal" // a bare-metal node's NIC, bound by Ironic
+	VNICNormal    = "normal"    // a VM's virtual NIC on a hypervisor host
+)
+
+// FixedIP is one address of a port.
+type FixedIP struct {
+	SubnetID  string `json:"subnet_id,omitempty"`
+	IPAddress string `json:"ip_address,omitempty"`
+}
+
+// Port is what corral reads of a Neutron port. The binding attributes are
+// shown to admins only (corral's service user is one).
+type Port struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	NetworkID    string    `json:"network_id"`
+	ProjectID    string    `json:"project_id"`
+	DeviceID     string    `json:"device_id"`
+	DeviceOwner  string    `json:"device_owner"`
+	MACAddress   string    `json:"mac_address"`
+	Status       string    `json:"status"` // DOWN until a mechanism driver binds it (ACTIVE)
+	AdminStateUp bool      `json:"admin_state_up"`
+	FixedIPs     []FixedIP `json:"fixed_ips"`
+	VNICType     string    `json:"binding:vnic_type"`
+	HostID       string    `json:"binding:host_id"`
+	// VIFType is unbound (no host), binding_failed (a host no driver binds) or the bound
+	// driver's type; neither unbound nor binding_failed stops Ironic from using the port.
+	VIFType string         `json:"binding:vif_type"`
+	Profile map[string]any `json:"binding:profile"`
+}
+
+// PortCreate is a new port. NetworkID is required; ProjectID is the owner
+// (the server's project; "" means corral's own); FixedIPs empty means one
+// address from the network's pool; MACAddress "" means Neutron's choice.
+type PortCreate struct {
+	NetworkID, ProjectID, Name   string
+	DeviceID, DeviceOwner        string
+	VNICType, HostID, MACAddress string
+	FixedIPs                     []FixedIP
+	Profile                      map[string]any
+}
+
+// PortUpdate changes the set fields of a port.
+type PortUpdate struct {
+	Name, DeviceID, DeviceOwner, MACAddress, HostID *string
+	VNICType                                        string
+	Profile                                         map[string]any
+}
+
+// PortFilter narrows a port listing; zero fields do not filter, but a
+// listing must name at least one of them.
+type PortFilter struct {
+	DeviceID, NetworkID, ProjectID, DeviceOwner, MACAddress string
+}
+
+func (f PortFilter) empty() bool { return f == PortFilter{} }
+
+// CreatePort creates a port.
+func (c *Client) CreatePort(ctx context.Context, p PortCreate) (Port, error) {
+	if p.NetworkID == "" {
+		return Port{}, fmt.Errorf("%w: a port needs a network", ErrInvalid)
+	}
+	base := ports.CreateOpts{NetworkID: p.NetworkID, ProjectID: p.ProjectID, Name: p.Name, DeviceID: p.DeviceID,
+		DeviceOwner: p.DeviceOwner, MACAddress: p.MACAddress}
+	if len(p.FixedIPs) > 0 {
+		ips := make([]ports.IP, len(p.FixedIPs))
+		for i, f := range p.FixedIPs {
+			ips[i] = ports.IP{SubnetID: f.SubnetID, IPAddress: f.IPAddress}
+		}
+		base.FixedIPs = ips
+	}
+	opts := portsbinding.CreateOptsExt{CreateOptsBuilder: base, HostID: p.HostID, VNICType: p.VNICType, Profile: p.Profile}
+	var out Port
+	err := c.do(ctx, "creating a port on network "+p.NetworkID, func(ctx context.Context, sc *gophercloud.ServiceClient) error {
+		return ports.Create(ctx, sc, opts).ExtractIntoStructPtr(&out, "port")
+	})
+	return out, err
+}
+
+// Port reads one port.
+func (c *Client) Port(ctx context.Context, id string) (Port, error) {
+	var out Port
+	err := c.do(ctx, "port "+id, func(ctx context.Context, sc *gophercloud.ServiceClient) error {
+		return ports.Get(ctx, sc, id).ExtractIntoStructPtr(&out, "port")
+	})
+	return out, err
+}
+
+// Ports lists the ports f selects (every page), e.g. a server's by device id.
+func (c *Client) Ports(ctx context.Context, f PortFilter) ([]Port, error) {
+	if f.empty() {
+		return nil, fmt.Errorf("%w: a port listing needs a device, network, project, owner or MAC to filter by", ErrInvalid)
+	}
+	var out []Port
+	err := c.do(ctx, "listing ports", func(ctx context.Context, sc *gophercloud.ServiceClient) error {
+		pages, err := ports.List(sc, ports.ListOpts{DeviceID: f.DeviceID, NetworkID: f.NetworkID, ProjectID: f.ProjectID,
+			DeviceOwner: f.DeviceOwner, MACAddress: f.MACAddress}).AllPages(ctx)
+		if err != nil {
+			return err
+		}
+		return ports.ExtractPortsInto(pages, &out)
+	})
+	return out, err
+}
+
+// UpdatePort changes a port and returns it as it is then.
+func (c *Client) UpdatePort(ctx context.Context, id string, u PortUpdate) (Port, error) {
+	opts := portsbinding.UpdateOptsExt{
+		UpdateOptsBuilder: ports.UpdateOpts{Name: u.Name, DeviceID: u.DeviceID, DeviceOwner: u.DeviceOwner,
+			MACAddress: u.MACAddress},
+		HostID: u.HostID, VNICType: u.VNICType, Profile: u.Profile}
+	var out Port
+	err := c.do(ctx, "updating port "+id, func(ctx context.Context, sc *gophercloud.ServiceClient) error {
+		return ports.Update(ctx, sc, id, opts).ExtractIntoStructPtr(&out, "port")
+	})
+	return out, err
+}
+
+// UnbindPort detaches a port from its server and host, as Nova does for a
+// port the user passed in and keeps: device_id, device_owner and
+// binding:host_id emptied, binding:profile cleared.
+func (c *Client) UnbindPort(ctx context.Context, id string) (Port, error) {
+	empty := ""
+	return c.UpdatePort(ctx, id, PortUpdate{DeviceID: &empty, DeviceOwner: &empty, HostID: &empty,
+		Profile: map[string]any{}})
+}
+
+// DeletePort deletes a port; a port already gone is no error.
+func (c *Client) DeletePort(ctx context.Context, id string) error {
+	err := c.do(ctx, "deleting port "+id, func(ctx context.Context, sc *gophercloud.ServiceClient) error {
+		return ports.Delete(ctx, sc, id).ExtractErr()
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
