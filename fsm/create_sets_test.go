@@ -185,3 +185,33 @@ func TestApplyServerSetRefusesWhole(t *testing.T) {
 		t.Fatalf("results %+v", res)
 	}
 }
+
+// A boot request is held to the project's instances quota as Nova's
+// multiple create is: refused whole (Nova's 403) when fewer than min_count
+// fit, else as many servers as fit up to max_count, the first members.
+func TestServerSetWithinQuota(t *testing.T) {
+	a := bareMetalFixture(t)
+	a.ok(&SetQuotaDefaults{Meta: at(0), Limits: QuotaLimits{QuotaInstances: 3}})
+	cmd, _ := decideSets(t, a, bootRequest(0, 5, 4))
+	before := a.s.Digest()
+	res := a.ok(cmd).(BatchResult)
+	if len(res) != 1 || !errors.Is(res[0].Err, ErrQuotaExceeded) ||
+		!strings.HasPrefix(res[0].Err.Error(), "Quota exceeded for instances: Requested 4-5, but already used 0 of 3 instances") {
+		t.Fatalf("min_count 4 over a quota of 3: %+v", res)
+	}
+	if a.s.Digest() != before {
+		t.Fatal("a refused boot request changed the state")
+	}
+	cmd, _ = decideSets(t, a, bootRequest(10, 5, 2))
+	res = a.ok(cmd).(BatchResult)
+	if len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("min_count 2, max_count 5 within a quota of 3: %+v", res)
+	}
+	created := res[0].Value.([]Server)
+	if len(created) != 3 || created[0].ID != sid(10) || created[2].ID != sid(12) {
+		t.Fatalf("created %d servers (%v), want the first 3", len(created), created)
+	}
+	if got := a.s.QuotaUsage("p1", "")[QuotaInstances]; got != 3 {
+		t.Errorf("instances in use: %d, want 3", got)
+	}
+}
