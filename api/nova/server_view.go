@@ -301,7 +301,10 @@ func serverImage(c echo.Context, v fsm.Server) any {
 	return map[string]any{"id": v.ImageRef, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/images/" + url.PathEscape(v.ImageRef)}}}
 }
 
-func defaultSecurityGroups(serverItem) any { return []map[string]string{{"name": "default"}} }
+func defaultSecurityGroups(serverItem) any { return []map[string]string{{"name": defaultSecurityGroup}} }
+
+// defaultSecurityGroup is the one security group of every server.
+const defaultSecurityGroup = "default"
 func zoneOf(serverItem) any                { return availabilityZone }
 func keyNameOf(s serverItem) any           { return nullable(s.v.KeyName) }
 func ownerHost(s serverItem) any           { return nullable(s.v.Host) }
