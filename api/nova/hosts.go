@@ -20,8 +20,10 @@ import (
 // leaves out disabled (drained) services, as Nova's does; a host's detail
 // is the resources of its first compute node (its first hypervisor, as
 // os-hypervisors lists them) and the flavors of the servers it owns, in
-// total and per project. The power actions and PUT answer as Nova does with
-// its Ironic driver: the driver cannot act on a host, so Nova answers 501.
+// total and per project. The power actions and a maintenance mode answer
+// as Nova does with its Ironic driver, whose driver cannot act on a host:
+// 501. So does a status, which Nova would keep as a trait of the host's
+// resource providers and corral takes only through os-services.
 
 // hostsMaxMinor is the last microversion of os-hosts (2.42).
 const hostsMaxMinor = 42
