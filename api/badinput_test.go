@@ -125,7 +125,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"negative limit", "GET", "/flavors?limit=-1", ``, 400, []string{"limit"}},
 		{"bad minRam", "GET", "/flavors/detail?minRam=lots", ``, 400, []string{"minRam"}},
 		{"bad minDisk", "GET", "/flavors/detail?minDisk=1.5", ``, 400, []string{"minDisk"}},
-		{"bad is_public", "GET", "/flavors?is_public=maybe", ``, 400, []string{"is_public"}},
+		{"bad is_public", "GET", "/flavors?is_public=maybe", ``, 400, []string{"Invalid is_public filter [maybe]"}},
 		{"unknown marker", "GET", "/flavors?marker=nope", ``, 400, []string{"marker", "nope"}},
 	}
 	novaKey := map[int]string{400: "badRequest", 404: "itemNotFound", 409: "conflictingRequest"}

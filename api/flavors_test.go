@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 )
 
 func createFlavor(t *testing.T, e *env, body string) {
@@ -94,5 +96,66 @@ func TestFlavorAccess(t *testing.T) {
 	r = do(t, e.ts, http.MethodPost, act, adminToken, `{"removeTenantAccess": {"tenant": "p1"}}`, nil)
 	if r.code != http.StatusOK || len(get(t, r.json(t), "flavor_access").([]any)) != 0 {
 		t.Fatalf("remove: %s", r)
+	}
+}
+
+// TestFlavorListIsPublicWords holds is_public to Nova's reading: oslo's
+// boolean words in any case, "none" for every flavor, Nova's 400 for any
+// other value (the empty one too), and no filter at all for a project.
+func TestFlavorListIsPublicWords(t *testing.T) {
+	e := newEnv(t)
+	createFlavor(t, e, `{"flavor": {"name": "priv", "id": "priv", "ram": 1, "vcpus": 1, "disk": 1, "os-flavor-access:is_public": "False"}}`)
+	createFlavor(t, e, `{"flavor": {"name": "pub", "id": "pub", "ram": 1, "vcpus": 1, "disk": 1, "os-flavor-access:is_public": "True"}}`)
+	names := func(query string) []string {
+		t.Helper()
+		r := do(t, e.ts, http.MethodGet, computeBase+"/flavors/detail?"+query, adminToken, "", nil)
+		if r.code != http.StatusOK {
+			t.Fatalf("%s: %s", query, r)
+		}
+		var out []string
+		for _, f := range get(t, r.json(t), "flavors").([]any) {
+			out = append(out, f.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	for _, word := range []string{"f", "false", "off", "n", "no", "0", "F", "FALSE", "No", "%20off%20"} {
+		if got := names("is_public=" + word); len(got) != 1 || got[0] != "priv" {
+			t.Errorf("is_public=%s lists %v, want the private flavor", word, got)
+		}
+	}
+	for _, word := range []string{"t", "true", "on", "y", "yes", "1", "T", "True", "YES"} {
+		if got := names("is_public=" + word); len(got) != 1 || got[0] != "pub" {
+			t.Errorf("is_public=%s lists %v, want the public flavor", word, got)
+		}
+	}
+	for _, word := range []string{"none", "None", "NONE"} {
+		if got := names("is_public=" + word); len(got) != 2 {
+			t.Errorf("is_public=%s lists %v, want both", word, got)
+		}
+	}
+	for _, word := range []string{"", "maybe", "2", "truee", "%20none"} {
+		r := do(t, e.ts, http.MethodGet, computeBase+"/flavors?is_public="+word, adminToken, "", nil)
+		want := "Invalid is_public filter [" + strings.ReplaceAll(word, "%20", " ") + "]"
+		if r.code != http.StatusBadRequest || get(t, r.json(t), "badRequest", "message") != want {
+			t.Errorf("is_public=%q: %s, want 400 %q", word, r, want)
+		}
+	}
+}
+
+// TestFlavorListIsPublicIgnoredForProjects: a project's flavor list is the
+// flavors it may use, whatever is_public says, and no value is refused.
+func TestFlavorListIsPublicIgnoredForProjects(t *testing.T) {
+	e := newKeystoneEnv(t, time.Minute)
+	e.issueDemoTokens()
+	createFlavor(t, e.env, `{"flavor": {"name": "priv", "id": "priv", "ram": 1, "vcpus": 1, "disk": 1, "os-flavor-access:is_public": false}}`)
+	createFlavor(t, e.env, `{"flavor": {"name": "pub", "id": "pub", "ram": 1, "vcpus": 1, "disk": 1}}`)
+	for _, q := range []string{"", "?is_public=false", "?is_public=none", "?is_public=maybe", "?is_public="} {
+		r := do(t, e.ts, http.MethodGet, computeBase+"/flavors"+q, aliceToken, "", nil)
+		if r.code != http.StatusOK {
+			t.Fatalf("%s: %s", q, r)
+		}
+		if fl := get(t, r.json(t), "flavors").([]any); len(fl) != 1 || get(t, fl[0], "name") != "pub" {
+			t.Errorf("%s lists %v, want the public flavor", q, fl)
+		}
 	}
 }

@@ -63,6 +63,13 @@ func TestNovaLenientInput(t *testing.T) {
 	if s, err := e.peer.Node.Store().Server(id); err != nil || s.Flavor.ID != "10" || len(s.Metadata) != 2 {
 		t.Fatalf("stored server %+v: %v", s, err)
 	}
+	// The default security group, named twice or beside an entry without a
+	// name (which Nova skips), is the one a server has.
+	sgs := `{"server": {"name": "sg", "imageRef": "http://img/a", "flavorRef": "10", "networks": "none", "security_groups": [{"name": "default"}, {}, {"name": "default"}]}}`
+	if r := do(t, e.ts, http.MethodPost, computeBase+"/servers", adminToken, sgs, nil); r.code != http.StatusAccepted ||
+		get(t, r.json(t), "server", "security_groups", 0, "name") != "default" {
+		t.Fatalf("boot into the default security group: %s", r)
+	}
 	// 2.19 takes a description, 2.52 tags (corral keeps neither yet).
 	desc := `{"server": {"name": "b", "imageRef": "http://img/a", "flavorRef": "10", "networks": "none", "description": "web", "tags": ["a", "b"]}}`
 	if r := do(t, e.ts, http.MethodPost, computeBase+"/servers", adminToken, desc, mv("2.52")); r.code != http.StatusAccepted {
@@ -138,6 +145,10 @@ func TestNovaStrictInput(t *testing.T) {
 		{"tags below 2.52", "POST", "/servers", serverBody(`, "tags": ["a"]`), nil, 400, "2.52"},
 		{"tag with a comma", "POST", "/servers", serverBody(`, "tags": ["a,b"]`), mv("2.52"), 400, "does not match"},
 		{"security group name empty", "POST", "/servers", serverBody(`, "security_groups": [{"name": ""}]`), nil, 400, "too short"},
+		{"security group that does not exist", "POST", "/servers", serverBody(`, "security_groups": [{"name": "does_not_exist"}]`), nil, 400, "Unable to find security_group with name or id 'does_not_exist'"},
+		{"default and a security group that does not exist", "POST", "/servers", serverBody(`, "security_groups": [{"name": "default"}, {"name": "web"}]`), nil, 400, "Unable to find security_group with name or id 'web'"},
+		{"security group of another case", "POST", "/servers", serverBody(`, "security_groups": [{"name": "Default"}]`), nil, 400, "'Default'"},
+		{"security group entry with another key", "POST", "/servers", serverBody(`, "security_groups": [{"id": "default"}]`), nil, 400, "id"},
 		{"restore a live server", "POST", "/servers/" + server + "/action", `{"restore": null}`, nil, 409, "Cannot 'restore' instance"},
 		{"restore an unknown server", "POST", "/servers/6f1c2a70-0000-4000-8000-0000000000ff/action", `{"restore": null}`, nil, 404, "could not be found"},
 		{"flavor name with NUL", "POST", "/flavors", `{"flavor": {"name": "a\u0000", "ram": 1, "vcpus": 1, "disk": 1}}`, nil, 400, "printable"},

@@ -76,21 +76,24 @@ func TestExtensions(t *testing.T) {
 	for _, x := range get(t, r.json(t), "extensions").([]any) {
 		aliases = append(aliases, x.(map[string]any)["alias"].(string))
 	}
-	for _, want := range []string{"os-keypairs", "os-hypervisors", "os-server-groups", "os-instance-actions", "os-simple-tenant-usage"} {
-		if !strings.Contains(strings.Join(aliases, " "), want) {
+	joined := strings.Join(aliases, " ")
+	for _, want := range []string{"os-keypairs", "os-hypervisors", "os-server-groups", "os-instance-actions", "os-simple-tenant-usage", "os-hosts", "os-consoles"} {
+		if !strings.Contains(joined, want) {
 			t.Errorf("extensions lack %s: %v", want, aliases)
 		}
 	}
-	for _, absent := range []string{"os-consoles", "os-volumes", "os-floating-ips", "os-rescue"} {
-		if strings.Contains(strings.Join(aliases, " "), absent) {
+	for _, absent := range []string{"os-volumes", "os-floating-ips", "os-rescue", "os-security-groups"} {
+		if strings.Contains(joined, absent) {
 			t.Errorf("extensions list %s, which corral does not implement", absent)
 		}
 	}
-	r = do(t, e.ts, http.MethodGet, computeBase+"/extensions/os-server-groups", readerToken, "", nil)
-	if r.code != http.StatusOK || get(t, r.json(t), "extension", "name") != "ServerGroups" {
-		t.Fatalf("show: %s", r)
+	for alias, name := range map[string]string{"os-server-groups": "ServerGroups", "os-hosts": "Hosts", "os-consoles": "Consoles"} {
+		r = do(t, e.ts, http.MethodGet, computeBase+"/extensions/"+alias, readerToken, "", nil)
+		if r.code != http.StatusOK || get(t, r.json(t), "extension", "name") != name || get(t, r.json(t), "extension", "alias") != alias {
+			t.Fatalf("show %s: %s", alias, r)
+		}
 	}
-	if r := do(t, e.ts, http.MethodGet, computeBase+"/extensions/os-consoles", readerToken, "", nil); r.code != http.StatusNotFound {
+	if r := do(t, e.ts, http.MethodGet, computeBase+"/extensions/os-volumes", readerToken, "", nil); r.code != http.StatusNotFound {
 		t.Fatalf("show an extension corral lacks: %s", r)
 	}
 }

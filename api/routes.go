@@ -135,6 +135,11 @@ func (s *Server) routeTable() []route {
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
 		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},
 		{get, nova + "/servers/:id/os-instance-actions/:request_id", n.GetInstanceAction, projectReaders, nil},
+		// Consoles, which Nova removed: 410 for every caller and server.
+		{get, nova + "/servers/:id/consoles", n.ConsolesGone, projectReaders, nil},
+		{post, nova + "/servers/:id/consoles", n.ConsolesGone, projectReaders, nil},
+		{get, nova + "/servers/:id/consoles/:console", n.ConsolesGone, projectReaders, nil},
+		{del, nova + "/servers/:id/consoles/:console", n.ConsolesGone, projectReaders, nil},
 		// Server groups, per project.
 		{get, nova + "/os-server-groups", n.ListServerGroups, projectReaders, nil},
 		{post, nova + "/os-server-groups", n.CreateServerGroup, projectMembers, nil},
@@ -169,6 +174,13 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/os-hypervisors/:id/search", n.SearchHypervisors, admins, nil},
 		{get, nova + "/os-hypervisors/:id/servers", n.HypervisorServers, admins, nil},
 		{get, nova + "/os-aggregates", n.ListAggregates, admins, nil},
+		// Nova's deprecated host API, up to microversion 2.42.
+		{get, nova + "/os-hosts", n.ListOSHosts, admins, nil},
+		{get, nova + "/os-hosts/:host", n.GetOSHost, admins, nil},
+		{put, nova + "/os-hosts/:host", n.UpdateOSHost, admins, nil},
+		{get, nova + "/os-hosts/:host/startup", n.OSHostPowerAction, admins, nil},
+		{get, nova + "/os-hosts/:host/shutdown", n.OSHostPowerAction, admins, nil},
+		{get, nova + "/os-hosts/:host/reboot", n.OSHostPowerAction, admins, nil},
 
 		// Extensions (the v2.1 list, of what corral implements) and usage.
 		{get, nova + "/extensions", n.ListExtensions, projectReaders, nil},

@@ -187,6 +187,7 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 		w.keyPairs()
 		w.hypervisors()
 		w.services()
+		w.osHosts()
 		w.limitsAndZones()
 		w.quotas()
 		w.hypervisorRoutes()
@@ -362,6 +363,26 @@ func (w *viewWalk) services() {
 	w.call(http.MethodPut, "/os-services/enable", `{`+host+`}`, "services/enable_disable_service")
 	if w.at(11) {
 		w.call(http.MethodPut, "/os-services/force-down", `{`+host+`, "forced_down": false}`, "services/update_forced_down")
+	}
+}
+
+// osHosts walks os-hosts, which Nova serves up to 2.42.
+func (w *viewWalk) osHosts() {
+	if w.at(43) {
+		if r, _ := w.call(http.MethodGet, "/os-hosts", "", ""); r.code != http.StatusNotFound {
+			w.t.Errorf("os-hosts at %s: %s, want 404", w.mv, r)
+		}
+		return
+	}
+	_, b := w.call(http.MethodGet, "/os-hosts", "", "hosts/list_hosts")
+	w.each("host", "list", b["hosts"])
+	_, b = w.call(http.MethodGet, "/os-hosts/kvm-1", "", "hosts/get_host_detail")
+	rows, _ := b["host"].([]any)
+	if len(rows) < 3 {
+		w.t.Errorf("os-hosts/kvm-1 at %s: %v", w.mv, b)
+	}
+	for _, it := range rows {
+		w.fields("host_resource", "show", it.(map[string]any)["resource"])
 	}
 }
 

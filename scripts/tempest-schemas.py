@@ -97,6 +97,14 @@ FILES = {
             "update_forced_down": "v2_11.services",
         },
     },
+    "hosts": {
+        # Not the power actions nor update_host: Nova's Ironic driver acts on
+        # no host and answers 501, as corral does.
+        "fixed": {
+            "list_hosts": "v2_1.hosts",
+            "get_host_detail": "v2_1.hosts",
+        },
+    },
     "limits": {
         "client": ("limits_client", "LimitsClient"),
         "versioned": ["get_limit"],

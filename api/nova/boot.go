@@ -92,6 +92,9 @@ func (h *Handlers) checkBoot(c echo.Context, in *serverCreateIn) (string, error)
 			}
 		}
 	}
+	if err := checkSecurityGroups(in.SecurityGroups); err != nil {
+		return "", err
+	}
 	for _, f := range []struct {
 		name string
 		v    *string
@@ -240,6 +243,21 @@ func checkUserData(ud string) error {
 	// Ironic takes the config drive's user data as a JSON string.
 	if !utf8.Valid(raw) {
 		return core.BadRequest("user_data must decode to text (a cloud-config or a script): Ironic builds the config drive from JSON, which cannot carry binary data")
+	}
+	return nil
+}
+
+// checkSecurityGroups refuses a boot into a security group that does not
+// exist. Without a network service the one security group a server has is
+// "default" (as its views show it), so any other name is Nova's 400 for a
+// group Neutron does not find by name or id; an entry without a name is
+// skipped, as Nova skips it.
+func checkSecurityGroups(groups []securityGroup) error {
+	for _, sg := range groups {
+		if sg.Name == nil || *sg.Name == "" || *sg.Name == defaultSecurityGroup {
+			continue
+		}
+		return core.BadRequest("Unable to find security_group with name or id '%s'", *sg.Name)
 	}
 	return nil
 }

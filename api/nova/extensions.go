@@ -8,9 +8,10 @@ import (
 
 // Extensions, as Nova's v2.1 API still lists them (GET /extensions): a
 // fixed list that no longer says what a cloud has loaded. corral lists
-// only the extensions it implements, with Nova's alias, name and
-// description for each, so that a client reading the list is not told of
-// consoles, volumes or floating IPs corral does not serve.
+// only the extensions it serves, with Nova's alias, name and description
+// for each, so that a client reading the list is not told of volumes or
+// floating IPs corral does not serve; and os-consoles, whose routes answer
+// 410 Gone as Nova's do since it removed them while keeping the entry.
 
 // extension is one entry of the list.
 type extension struct {
@@ -31,11 +32,13 @@ var extensions = []extension{
 	{"os-availability-zone", "AvailabilityZone", "1. Add availability_zone to the Create Server API.\n       2. Add availability zones describing.\n    "},
 	{"os-baremetal-nodes", "BareMetalNodes", "Admin-only bare-metal node administration."},
 	{"os-config-drive", "ConfigDrive", "Config Drive Extension."},
+	{"os-consoles", "Consoles", "Interactive Console support."},
 	{"os-flavor-access", "FlavorAccess", "Flavor access support."},
 	{"os-flavor-extra-specs", "FlavorExtraSpecs", "Flavors extra specs support."},
 	{"os-flavor-manage", "FlavorManage", "Flavor create/delete API support."},
 	{"os-flavor-rxtx", "FlavorRxtx", "Support to show the rxtx status of a flavor."},
 	{"os-flavor-swap", "FlavorSwap", "Support to show the swap status of a flavor."},
+	{"os-hosts", "Hosts", "Admin-only host administration."},
 	{"os-hypervisor-status", "HypervisorStatus", "Show hypervisor status."},
 	{"os-hypervisors", "Hypervisors", "Admin-only hypervisor administration."},
 	{"os-instance-actions", "InstanceActions", "View a log of actions and events taken on an instance."},

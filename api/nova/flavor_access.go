@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,19 +18,52 @@ import (
 // Flavor updates (the description, from microversion 2.55) and access to
 // private flavors (os-flavor-access), as Nova has them.
 
+// isPublic is the is_public filter of a flavor list.
+type isPublic int
+
+const (
+	publicOnly  isPublic = iota // public flavors and the private ones the project may use (the default)
+	privateOnly                 // only private flavors
+	publicAny                   // every flavor ("none")
+)
+
+// parseIsPublic reads is_public as Nova's flavor list does for callers that
+// see every project: absent, it lists public flavors; "none" (any case)
+// lists all; else it is one of oslo's boolean words (t, true, on, y, yes, 1
+// and f, false, off, n, no, 0, any case, spaces around ignored), and any
+// other value (the empty one too) is Nova's 400. Other callers' is_public
+// is ignored, as in Nova.
+func parseIsPublic(c echo.Context, q url.Values) (isPublic, error) {
+	vs, given := q["is_public"]
+	if !given || !core.CallerOf(c).SeesEveryProject() {
+		return publicOnly, nil
+	}
+	raw := vs[len(vs)-1] // the last, as webob reads a repeated parameter
+	switch strings.ToLower(strings.TrimSpace(raw)) {
+	case "t", "true", "on", "y", "yes", "1":
+		return publicOnly, nil
+	case "f", "false", "off", "n", "no", "0":
+		return privateOnly, nil
+	}
+	if strings.ToLower(raw) == "none" {
+		return publicAny, nil
+	}
+	return publicOnly, core.BadRequest("Invalid is_public filter [%s]", raw)
+}
+
 // flavorListed decides whether a flavor appears in a flavor list, given
-// its is_public query: public flavors by default, and the private ones the
+// its is_public filter: public flavors by default, and the private ones the
 // caller's project may use (as Nova's is_public=True filter); only
 // private ones for false; all for none. Project callers always see just
 // what they may use, whatever is_public says, as in Nova.
-func flavorListed(c echo.Context, f fsm.Flavor, public string) bool {
+func flavorListed(c echo.Context, f fsm.Flavor, public isPublic) bool {
 	if !core.CallerOf(c).SeesEveryProject() {
 		return f.MayUse(core.CallerProject(c))
 	}
 	switch public {
-	case "", "true", "1", "yes":
+	case publicOnly:
 		return f.MayUse(core.CallerProject(c))
-	case "false", "0", "no":
+	case privateOnly:
 		return !f.IsPublic
 	}
 	return true

@@ -211,11 +211,9 @@ func (h *Handlers) ListFlavors(detail bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		public := strings.ToLower(q.Get("is_public"))
-		switch public {
-		case "", "true", "false", "none", "1", "0", "yes", "no":
-		default:
-			return core.BadRequest("is_public %q is not one of true, false or none", public)
+		public, err := parseIsPublic(c, q)
+		if err != nil {
+			return err
 		}
 		out, more, err := pageOf(h.st.Store().Flavors(), p, func(f fsm.Flavor) string { return f.ID }, func(f fsm.Flavor) bool {
 			return f.RAM >= minRAM && f.Disk >= minDisk && flavorListed(c, f, public)

@@ -301,18 +301,24 @@ func serverImage(c echo.Context, v fsm.Server) any {
 	return map[string]any{"id": v.ImageRef, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/images/" + url.PathEscape(v.ImageRef)}}}
 }
 
-func defaultSecurityGroups(serverItem) any { return []map[string]string{{"name": "default"}} }
-func zoneOf(serverItem) any                { return availabilityZone }
-func keyNameOf(s serverItem) any           { return nullable(s.v.KeyName) }
-func ownerHost(s serverItem) any           { return nullable(s.v.Host) }
-func nodeOf(s serverItem) any              { return nullable(s.v.NodeUUID) }
-func instanceName(s serverItem) any        { return "instance-" + s.v.ID }
-func hostnameOf(s serverItem) any          { return s.v.Hostname() }
-func userDataOf(s serverItem) any          { return nullable(s.v.UserData) }
-func noVolumes(serverItem) any             { return []any{} }
-func null(serverItem) any                  { return nil }
-func emptyString(serverItem) any           { return "" }
-func zero(serverItem) any                  { return 0 }
+func defaultSecurityGroups(serverItem) any {
+	return []map[string]string{{"name": defaultSecurityGroup}}
+}
+
+// defaultSecurityGroup is the one security group of every server.
+const defaultSecurityGroup = "default"
+
+func zoneOf(serverItem) any         { return availabilityZone }
+func keyNameOf(s serverItem) any    { return nullable(s.v.KeyName) }
+func ownerHost(s serverItem) any    { return nullable(s.v.Host) }
+func nodeOf(s serverItem) any       { return nullable(s.v.NodeUUID) }
+func instanceName(s serverItem) any { return "instance-" + s.v.ID }
+func hostnameOf(s serverItem) any   { return s.v.Hostname() }
+func userDataOf(s serverItem) any   { return nullable(s.v.UserData) }
+func noVolumes(serverItem) any      { return []any{} }
+func null(serverItem) any           { return nil }
+func emptyString(serverItem) any    { return "" }
+func zero(serverItem) any           { return 0 }
 
 func nullable(s string) any {
 	if s == "" {
