@@ -56,11 +56,12 @@ const (
 	CmdRebuildServer      CommandType = 43
 	CmdSetServerMetadata  CommandType = 44
 	CmdSetServerTags      CommandType = 45
-	CmdEnableFeature     CommandType = 46
-	CmdCreateServerGroup CommandType = 47
-	CmdDeleteServerGroup CommandType = 48
-	// 49..50: reserved for the instance actions, server groups and
-	// usage of 46..48.
+	CmdEnableFeature      CommandType = 46
+	CmdCreateServerGroup  CommandType = 47
+	CmdDeleteServerGroup  CommandType = 48
+	CmdResetServerState   CommandType = 49 // reset_state.go
+	// 50: reserved for the instance actions, server groups and usage of
+	// 46..48.
 	// 51..55: quotas (quota.go); 54 and 55 are kept for them.
 	CmdSetQuotaDefaults CommandType = 51
 	CmdUpdateQuotas     CommandType = 52
