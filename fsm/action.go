@@ -178,17 +178,15 @@ func startAction(st *state, c *RequestServerAction, requestID string) (Server, e
 	s = cloneServer(s)
 	s.TaskState = task
 	s.Action = &ServerAction{Kind: c.Kind, ImageRef: c.ImageRef, RequestedAt: c.At.UTC(), RequestID: requestID}
-	if c.Kind == ActionRebuild && st.featureOn(FeatureRebuildImage) {
-		s.ImageRef = c.ImageRef
-	}
 	s.UpdatedAt = c.At.UTC()
 	return s, nil
 }
 
 // Image is the image the server runs or is being rebuilt with: Nova's
-// image_ref, which its API sets when it accepts a rebuild. Under
-// FeatureRebuildImage it is ImageRef; before it, ImageRef changes only
-// when the rebuild is done.
+// image_ref, which its API sets when it accepts a rebuild. ImageRef
+// changes when the rebuild is done (or dropped by ResetServerState); a
+// failed rebuild keeps the image the server had, as entries applied by
+// every version always did.
 func (s Server) Image() string {
 	if s.Action != nil && s.Action.Kind == ActionRebuild {
 		return s.Action.ImageRef

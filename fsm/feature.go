@@ -23,10 +23,6 @@ const (
 	// FeatureServerGroups allows server groups and the group scheduler
 	// hint (server_group.go).
 	FeatureServerGroups = "server_groups"
-	// FeatureRebuildImage gives a rebuilt server its new image when the
-	// rebuild is accepted, as Nova sets image_ref at its API: a failed or
-	// reset rebuild keeps it (action.go, startAction).
-	FeatureRebuildImage = "rebuild_image"
 )
 
 // FeatureCommands are the command types every live peer must know before
@@ -34,7 +30,6 @@ const (
 var FeatureCommands = map[string][]CommandType{
 	FeatureInstanceActions: {CmdEnableFeature},
 	FeatureServerGroups:    {CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup},
-	FeatureRebuildImage:    {CmdEnableFeature, CmdResetServerState},
 }
 
 // EnableFeature turns a feature on for good. Enabling a feature that is

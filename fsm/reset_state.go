@@ -16,11 +16,15 @@ import "fmt"
 //     refused (no such action in progress, or another one requested
 //     later): the admin's state stands, as Nova's driver fails to save
 //     its outcome over a cleared task state, and the owner's worker stops
-//     once it reads the server needs nothing more;
-//   - a build goes on and its outcome is the server's (ACTIVE on its
-//     node, or ERROR with its fault): a node being deployed is the
-//     server's, and the owner has to finish or fail the deploy to hold
-//     or free it;
+//     once it reads the server needs nothing more; a dropped rebuild
+//     leaves the server its new image, as Nova's API set image_ref when
+//     it took the rebuild;
+//   - a build is not cancelled: an outcome its owner still commits
+//     (ACTIVE on its node, or ERROR with its fault) is the server's, as
+//     SetServerTask is fenced by the epoch alone; an owner that was only
+//     waiting on the backend stops waiting (the server needs nothing
+//     more) and the server stays as the admin set it, holding its node
+//     and claim until it is deleted;
 //   - a requested delete stays requested (task state "deleting"): the
 //     owner is carrying it out and its outcome, DELETED, stands.
 type ResetServerState struct {
@@ -53,6 +57,9 @@ func applyResetServerState(st *state, c *ResetServerState) (any, error) {
 		s.TaskState = ""
 	}
 	if s.Action != nil {
+		if s.Action.Kind == ActionRebuild {
+			s.ImageRef = s.Action.ImageRef
+		}
 		s.Action = nil
 		clearAdminPass(&s) // the rebuild that was to deliver it is dropped
 	}

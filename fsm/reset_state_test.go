@@ -58,11 +58,15 @@ func TestResetServerStateDropsTheActionInProgress(t *testing.T) {
 	if got, _ := a.s.Server(s.ID); got.Status != StatusActive || got.ImageRef != "img-9" {
 		t.Fatalf("rebuilt from ERROR: %+v", got)
 	}
-	// A failed rebuild keeps its image too.
+	// A failed rebuild keeps the image the server had, as every version
+	// applies FinishServerAction; it is shown while the rebuild runs.
 	a.ok(&RequestServerAction{Meta: at(10), ID: s.ID, Kind: ActionRebuild, ImageRef: "img-10"})
+	if got, _ := a.s.Server(s.ID); got.ImageRef != "img-9" || got.Image() != "img-10" {
+		t.Fatalf("rebuilding: %+v", got)
+	}
 	a.ok(&FinishServerAction{Meta: at(10), ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: ActionRebuild,
 		Fault: &Fault{Code: 500, Message: "deploy failed"}})
-	if got, _ := a.s.Server(s.ID); got.Status != StatusError || got.ImageRef != "img-10" {
+	if got, _ := a.s.Server(s.ID); got.Status != StatusError || got.ImageRef != "img-9" || got.Image() != "img-9" {
 		t.Fatalf("failed rebuild: %+v", got)
 	}
 	a.ok(&ResetServerState{Meta: at(11), ID: s.ID, Status: StatusActive})
