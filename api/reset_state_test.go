@@ -52,7 +52,7 @@ func TestResetState(t *testing.T) {
 	if v := show(); v["status"] != "ERROR" || v["OS-EXT-STS:task_state"] != nil || v["OS-EXT-STS:vm_state"] != "error" {
 		t.Fatalf("reset server: %v", v)
 	}
-	list := get(t, do(t, e.ts, http.MethodGet, computeBase+"/servers?status=error", adminToken, "", nil).json(t), "servers").([]any)
+	list := get(t, do(t, e.ts, http.MethodGet, computeBase+"/servers?status=error", memberA, "", nil).json(t), "servers").([]any)
 	if len(list) != 1 || get(t, list[0], "id") != id {
 		t.Fatalf("status=error lists %v", list)
 	}
