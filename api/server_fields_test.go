@@ -15,7 +15,8 @@ import (
 )
 
 // PUT /servers/{id} keeps the description (2.19) and the access
-// addresses, and null clears the description, as Nova.
+// addresses (in Nova's canonical form), and null clears the description,
+// as Nova.
 func TestUpdateServerFields(t *testing.T) {
 	e, _, _ := hypervisorEnv(t)
 	path := computeBase + "/servers/" + adoptedID
@@ -24,7 +25,7 @@ func TestUpdateServerFields(t *testing.T) {
 		t.Fatalf("a description below 2.19: %s", r)
 	}
 	r = do(t, e.ts, http.MethodPut, path, adminToken,
-		`{"server": {"name": "db-2", "description": "primary", "accessIPv4": "192.0.2.7", "accessIPv6": "2001:db8::7"}}`, mv("2.19"))
+		`{"server": {"name": "db-2", "description": "primary", "accessIPv4": "192.0.2.7", "accessIPv6": "2001:0DB8:0:0:0:0:0:0007"}}`, mv("2.19"))
 	if r.code != http.StatusOK {
 		t.Fatalf("update: %s", r)
 	}
@@ -338,5 +339,21 @@ func TestAdminPass(t *testing.T) {
 	r = do(t, off, http.MethodPost, computeBase+"/servers/"+adoptedID+"/action", adminToken, `{"rebuild": {"imageRef": "http://images/v3.qcow2"}}`, nil)
 	if _, shown := get(t, r.json(t), "server").(map[string]any)["adminPass"]; r.code != http.StatusAccepted || shown {
 		t.Fatalf("a rebuild with enable_instance_password off: %s", r)
+	}
+}
+
+// A boot's access addresses are kept as Nova keeps them, in the form
+// Tempest's test_verify_server_details compares with (netaddr's).
+func TestBootAccessIPsCanonical(t *testing.T) {
+	e := bareMetalEnv(t, 1)
+	r := do(t, e.ts, http.MethodPost, computeBase+"/servers", memberA, `{"server": {"name": "ips", "imageRef": "http://img/a",
+		"flavorRef": "bm", "networks": "none", "accessIPv4": "1.1.1.1", "accessIPv6": "0000:0000:0000:0000:0000:babe:220.12.22.2"}}`, nil)
+	if r.code != http.StatusAccepted {
+		t.Fatalf("boot: %s", r)
+	}
+	id := get(t, r.json(t), "server", "id").(string)
+	v := get(t, do(t, e.ts, http.MethodGet, computeBase+"/servers/"+id, memberA, "", nil).json(t), "server").(map[string]any)
+	if v["accessIPv4"] != "1.1.1.1" || v["accessIPv6"] != "::babe:dc0c:1602" {
+		t.Fatalf("access addresses: %v %v", v["accessIPv4"], v["accessIPv6"])
 	}
 }

@@ -182,6 +182,18 @@ func startAction(st *state, c *RequestServerAction, requestID string) (Server, e
 	return s, nil
 }
 
+// Image is the image the server runs or is being rebuilt with: Nova's
+// image_ref, which its API sets when it accepts a rebuild. ImageRef
+// changes when the rebuild is done (or dropped by ResetServerState); a
+// failed rebuild keeps the image the server had, as entries applied by
+// every version always did.
+func (s Server) Image() string {
+	if s.Action != nil && s.Action.Kind == ActionRebuild {
+		return s.Action.ImageRef
+	}
+	return s.ImageRef
+}
+
 func vmStateOf(status ServerStatus) string {
 	switch status {
 	case StatusActive:

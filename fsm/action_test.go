@@ -68,8 +68,8 @@ func TestServerActionLifecycle(t *testing.T) {
 		t.Fatalf("rebuild without an image: %v", r.Err)
 	}
 	a.ok(&RequestServerAction{Meta: at(7), ID: s.ID, Kind: ActionRebuild, ImageRef: "img-8"})
-	if got, _ := a.s.Server(s.ID); got.ImageRef != "img-7" || got.TaskState != TaskRebuilding {
-		t.Fatalf("the image changes when the rebuild is done: %+v", got)
+	if got, _ := a.s.Server(s.ID); got.ImageRef != "img-7" || got.Image() != "img-8" || got.TaskState != TaskRebuilding {
+		t.Fatalf("the image changes when the rebuild is done, shown at once: %+v", got)
 	}
 	a.ok(&FinishServerAction{Meta: at(8), ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: ActionRebuild})
 	if got, _ := a.s.Server(s.ID); got.ImageRef != "img-8" || got.Status != StatusActive || got.TaskState != "" {

@@ -86,7 +86,7 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdStartServerAction, CmdCreateServers, CmdReserveNodeAndTask,
 		CmdRequestServerActionWithID, CmdCreateServerSets, CmdUpdateServerFields, CmdRebuildServer,
 		CmdSetServerMetadata, CmdSetServerTags,
-		CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas}
+		CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdResetServerState, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

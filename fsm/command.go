@@ -59,8 +59,9 @@ const (
 	CmdEnableFeature      CommandType = 46
 	CmdCreateServerGroup  CommandType = 47
 	CmdDeleteServerGroup  CommandType = 48
-	// 49..50: reserved for the instance actions, server groups and
-	// usage of 46..48.
+	CmdResetServerState   CommandType = 49 // reset_state.go
+	// 50: reserved for the instance actions, server groups and usage of
+	// 46..48.
 	// 51..55: quotas (quota.go); 54 and 55 are kept for them.
 	CmdSetQuotaDefaults CommandType = 51
 	CmdUpdateQuotas     CommandType = 52

@@ -112,6 +112,7 @@ func sampleCommands() []Command {
 		&CreateServerGroup{Meta: m, Group: ServerGroup{ID: "g1", Name: "web", Policy: "anti-affinity", ProjectID: "p1",
 			UserID: "u1", MaxServerPerHost: 2}},
 		&DeleteServerGroup{Meta: m, ID: "g1"},
+		&ResetServerState{Meta: m, ID: "s1", Status: StatusError},
 		&CreateServerSets{Meta: m, Sets: []ServerSet{{ReservationID: "r-0a1b2c3d", MinCount: 1,
 			Server: CreateServer{Meta: Meta{RequestID: "req-3"}, Name: "web", FlavorID: "f1", ImageRef: "img-1",
 				Metadata: map[string]string{"role": "web"}, KeyName: "laptop", ProjectID: "p1", UserID: "u1"},

@@ -26,6 +26,11 @@ import (
 //     scheduled); its event finishes when the server is DELETED;
 //   - stop, start, reboot (soft and hard), rebuild: when the action is
 //     requested; its event finishes with the owner's outcome;
+//   - resetState: when done (no event, as Nova records it); an action
+//     the reset drops finishes in Error at once (its outcome will not be
+//     taken, as in Nova, where the driver cannot save it), and so does
+//     the create event of a build (the build goes on, its outcome shows
+//     in the server, not in its history);
 //   - lock, unlock: when done (no event, as in Nova; a rename is no
 //     action in Nova, nor here);
 //   - failover: every change of owner (a dead or drained host's plan, an
@@ -49,6 +54,8 @@ const (
 	ActionLock     = "lock"
 	ActionUnlock   = "unlock"
 	ActionFailover = "failover"
+	// ActionResetState is Nova's instance action of os-resetState.
+	ActionResetState = "resetState"
 
 	EventResultSuccess = "Success"
 	EventResultError   = "Error"
@@ -130,6 +137,10 @@ func (st *state) noteServer(old Server, had bool, s Server) {
 		st.finishBuild(old, s, at)
 		return
 	}
+	if _, reset := st.applying.(*ResetServerState); reset {
+		st.noteReset(old, s, newAction(ActionResetState), at)
+		return
+	}
 	if old.Status == StatusBuild {
 		st.finishBuild(old, s, at)
 	}
@@ -170,6 +181,19 @@ func (st *state) noteServer(old Server, had bool, s Server) {
 		}
 		st.addAction(s.ID, newAction(name))
 	}
+}
+
+// noteReset records an admin's reset of server s (old before it): the
+// action a, and the end of the action it dropped.
+func (st *state) noteReset(old, s Server, a InstanceAction, at time.Time) {
+	const why = "the server's state was reset by an admin"
+	if oa := old.Action; oa != nil {
+		st.finishAction(s.ID, actionName(oa.Kind), at, s.Host, EventResultError, why)
+	}
+	if old.Status == StatusBuild {
+		st.finishAction(s.ID, ActionCreate, at, s.Host, EventResultError, why)
+	}
+	st.addAction(s.ID, a)
 }
 
 // finishBuild finishes the create event of a server whose build ended.

@@ -150,7 +150,15 @@ const (
 	ActionRebuild = "rebuild" // RebuildAction
 	ActionLock    = "lock"    // LockAction, or null
 	ActionUnlock  = "unlock"
+	// ActionResetState is an admin's, ResetStateAction.
+	ActionResetState = "os-resetState"
 )
+
+// ResetStateAction is the argument of os-resetState: the state the
+// server is set to, "active" or "error".
+type ResetStateAction struct {
+	State string `json:"state"`
+}
 
 // Reboot types.
 const (

@@ -94,6 +94,8 @@ func (h *Handlers) ServerAction(c echo.Context) error {
 			return h.rebuild(c, v, raw, admin)
 		case wire.ActionLock, wire.ActionUnlock:
 			return h.lock(c, v, name == wire.ActionLock, raw)
+		case wire.ActionResetState:
+			return h.resetState(c, v, raw) // admin_actions.go
 		case "restore":
 			return restore(v)
 		}

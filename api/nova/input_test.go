@@ -125,3 +125,36 @@ func FuzzNovaInteger(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckAccessIPsCanonical(t *testing.T) {
+	for in, want := range map[string]string{
+		"0000:0000:0000:0000:0000:babe:220.12.22.2": "::babe:dc0c:1602",
+		"2001:DB8:0:0:1:0:0:1":                      "2001:db8::1:0:0:1",
+		"::1.2.3.4":                                 "::1.2.3.4",
+		"0:0:0:0:0:ffff:102:304":                    "::ffff:1.2.3.4",
+		"::ffff:0:1.2.3.4":                          "::ffff:0:102:304",
+		"::255.255.255.255":                         "::255.255.255.255",
+		"::1":                                       "::1",
+		"::":                                        "::",
+		"fe80:0:0:0:0:0:0:1":                        "fe80::1",
+	} {
+		v6 := in
+		if err := checkAccessIPs(nil, &v6); err != nil || v6 != want {
+			t.Errorf("accessIPv6 %q kept as %q (%v), want %q", in, v6, err, want)
+		}
+	}
+	v4 := "1.1.1.1"
+	if err := checkAccessIPs(&v4, nil); err != nil || v4 != "1.1.1.1" {
+		t.Errorf("accessIPv4: %q, %v", v4, err)
+	}
+	for _, bad := range [][2]string{{"01.1.1.1", ""}, {"::1", ""}, {"", "1.1.1.1"}, {"", "fe80::1%eth0"}, {"", ""}} {
+		v4, v6 := bad[0], bad[1]
+		p4, p6 := &v4, &v6
+		if v4 == "" && v6 != "" {
+			p4 = nil
+		}
+		if err := checkAccessIPs(p4, p6); err == nil {
+			t.Errorf("checkAccessIPs(%q, %q) took them", bad[0], bad[1])
+		}
+	}
+}

@@ -148,7 +148,7 @@ func serverFilter(c echo.Context, q url.Values, project string) (func(fsm.Server
 			return false
 		case q.Has("flavor") && q.Get("flavor") != v.Flavor.ID:
 			return false
-		case q.Has("image") && q.Get("image") != v.ImageRef:
+		case q.Has("image") && q.Get("image") != v.Image():
 			return false
 		case q.Has("reservation_id") && q.Get("reservation_id") != v.ReservationID:
 			return false
@@ -216,7 +216,7 @@ var sortKeys = map[string]func(fsm.Server) string{
 	"host":             func(v fsm.Server) string { return v.Host },
 	"node":             func(v fsm.Server) string { return v.NodeUUID },
 	"hostname":         func(v fsm.Server) string { return v.Hostname() },
-	"image_ref":        func(v fsm.Server) string { return v.ImageRef },
+	"image_ref":        func(v fsm.Server) string { return v.Image() },
 	"instance_type_id": func(v fsm.Server) string { return v.Flavor.ID },
 	"key_name":         func(v fsm.Server) string { return v.KeyName },
 	"launch_index":     func(v fsm.Server) string { return fmt.Sprintf("%010d", v.LaunchIndex) },

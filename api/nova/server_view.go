@@ -297,8 +297,11 @@ func serverAddresses(v fsm.Server) map[string][]any {
 	return out
 }
 
+// serverImage is the server's image, the one a rebuild in progress goes
+// to as in Nova (fsm.Server.Image).
 func serverImage(c echo.Context, v fsm.Server) any {
-	return map[string]any{"id": v.ImageRef, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/images/" + url.PathEscape(v.ImageRef)}}}
+	image := v.Image()
+	return map[string]any{"id": image, "links": []wire.Link{{Rel: "bookmark", Href: core.BaseURL(c) + "/images/" + url.PathEscape(image)}}}
 }
 
 func defaultSecurityGroups(serverItem) any {

@@ -131,19 +131,39 @@ func checkDiskConfig(v *string) error {
 	return nil
 }
 
-// checkAccessIPs holds accessIPv4 and accessIPv6 to their formats.
+// checkAccessIPs holds accessIPv4 and accessIPv6 to their formats and
+// rewrites each into the form Nova keeps and shows (canonicalIP).
 func checkAccessIPs(v4, v6 *string) error {
 	if v4 != nil {
-		if a, err := netip.ParseAddr(*v4); err != nil || !a.Is4() {
+		a, err := netip.ParseAddr(*v4)
+		if err != nil || !a.Is4() {
 			return invalidInput("accessIPv4", *v4, fmt.Sprintf("'%s' is not a 'ipv4'", shown(*v4)))
 		}
+		*v4 = canonicalIP(a)
 	}
 	if v6 != nil {
-		if a, err := netip.ParseAddr(*v6); err != nil || !a.Is6() || a.Zone() != "" {
+		a, err := netip.ParseAddr(*v6)
+		if err != nil || !a.Is6() || a.Zone() != "" {
 			return invalidInput("accessIPv6", *v6, fmt.Sprintf("'%s' is not a 'ipv6'", shown(*v6)))
 		}
+		*v6 = canonicalIP(a)
 	}
 	return nil
+}
+
+// canonicalIP is an address as Nova keeps an access address: its
+// instance fields hold a netaddr.IPAddress, shown in the compact form of
+// RFC 5952 as inet_ntop writes it ("0:0:0:0:0:babe:220.12.22.2" is
+// "::babe:dc0c:1602"), which is Go's but for an IPv4-compatible address
+// (96 zero bits, then a word that is not zero), written "::1.2.3.4".
+func canonicalIP(a netip.Addr) string {
+	if a.Is6() && !a.Is4In6() {
+		b := a.As16()
+		if [12]byte(b[:12]) == [12]byte{} && b[12]|b[13] != 0 {
+			return "::" + netip.AddrFrom4([4]byte(b[12:])).String()
+		}
+	}
+	return a.String()
 }
 
 // isIPAddress reports whether s is an IPv4 or IPv6 address (Nova's
