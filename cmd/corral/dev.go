@@ -92,6 +92,12 @@ temporary directory unless --data-dir is given.`,
 				cfg.LogLevel = logLevel
 				cfg.Ironic.URL = ironicURL
 				cfg.Ironic.SyncInterval = 2 * time.Second
+				// A bare-metal flavor's vCPUs and memory are a whole machine's
+				// (bm-gold: 64 and 128 GiB): Nova's default cores and ram
+				// quotas (20, 51200 MiB) would refuse its first boot, as they
+				// do in Nova until an operator raises them. The local cluster
+				// keeps the instances quota and lifts those two.
+				cfg.Quota[fsm.QuotaCores], cfg.Quota[fsm.QuotaRAM] = fsm.QuotaUnlimited, fsm.QuotaUnlimited
 				if seed != "" {
 					cfg.Join = []string{seed}
 				}
