@@ -132,6 +132,9 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		_ = ln.Close()
 		return nil, err
 	}
+	if nc != nil {
+		apiCfg.Networks = nc
+	}
 	srv, err := api.New(apiCfg, node)
 	if err != nil {
 		_ = node.Shutdown()
