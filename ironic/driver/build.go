@@ -220,6 +220,11 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 			if err := d.ir.AttachVIF(ctx, n.UUID, vif); err != nil {
 				return err
 			}
+			if d.nt != nil {
+				if err := d.rereadPort(ctx, h, s, vif); err != nil {
+					return err
+				}
+			}
 		}
 		if len(vifs) > 0 {
 			// The node was read before the VIFs were attached: read it

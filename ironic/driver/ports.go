@@ -19,6 +19,7 @@ import (
 // (fsm.Server.VIFs).
 type Neutron interface {
 	Network(ctx context.Context, id string) (neutron.Network, error)
+	Port(ctx context.Context, id string) (neutron.Port, error)
 	CreatePort(ctx context.Context, p neutron.PortCreate) (neutron.Port, error)
 	Ports(ctx context.Context, f neutron.PortFilter) ([]neutron.Port, error)
 	UpdatePort(ctx context.Context, id string, u neutron.PortUpdate) (neutron.Port, error)
@@ -262,4 +263,22 @@ func userPorts(s fsm.Server) map[string]bool {
 		}
 	}
 	return out
+}
+
+// rereadPort records the port again when Neutron shows it with another
+// MAC than recorded: Ironic's VIF attach puts the NIC's MAC on it, which
+// is the server's address on the network.
+func (d *Driver) rereadPort(ctx context.Context, h *compute.Handle, s fsm.Server, id string) error {
+	rec, ok := h.Store().ServerNet(s.ID).Port(id)
+	if !ok {
+		return nil
+	}
+	p, err := d.nt.Port(ctx, id)
+	if err != nil {
+		return err
+	}
+	if p.MACAddress == rec.MAC {
+		return nil
+	}
+	return d.recordPort(ctx, h, s, p, rec.NetworkName, rec.User)
 }

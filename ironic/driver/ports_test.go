@@ -59,6 +59,26 @@ func (f *fakeNeutron) add(p neutron.PortCreate) neutron.Port {
 	return port
 }
 
+func (f *fakeNeutron) Port(_ context.Context, id string) (neutron.Port, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.ports[id]
+	if !ok {
+		return p, fmt.Errorf("%w: port %s", neutron.ErrNotFound, id)
+	}
+	return p, nil
+}
+
+// setMAC changes a port's MAC, as Ironic's VIF attach does.
+func (f *fakeNeutron) setMAC(id, mac string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.ports[id]; ok {
+		p.MACAddress = mac
+		f.ports[id] = p
+	}
+}
+
 func (f *fakeNeutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.Port, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,9 +168,31 @@ func (f *fakeNeutron) created() int {
 	return f.creates
 }
 
+// nicMACs plays Ironic's part in Neutron on a VIF attach: the port gets
+// the MAC of the node's NIC (52:54:00:aa:00:NN, one per attach).
+type nicMACs struct {
+	driver.Ironic
+	nt *fakeNeutron
+	mu sync.Mutex
+	n  int
+}
+
+func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
+	if err := m.Ironic.AttachVIF(ctx, node, vif); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.n++
+	mac := fmt.Sprintf("52:54:00:aa:00:%02x", m.n)
+	m.mu.Unlock()
+	m.nt.setMAC(vif, mac)
+	return nil
+}
+
 func neutronWorld(t *testing.T, peers int, nt *fakeNeutron) *world {
 	t.Helper()
-	w := newWorldCfg(t, peers, sim.Options{}, nil, driver.Config{Reservation: driver.ReserveAuto,
+	wrap := func(inner driver.Ironic) driver.Ironic { return &nicMACs{Ironic: inner, nt: nt} }
+	w := newWorldCfg(t, peers, sim.Options{}, wrap, driver.Config{Reservation: driver.ReserveAuto,
 		DeployTimeout: 20 * time.Second, Neutron: nt}, compute.Config{})
 	w.sim.SeedNodes(1, "baremetal-gold")
 	w.waitMirror(1)
@@ -167,7 +209,8 @@ func provider() neutron.Network {
 // With Neutron, a boot creates the server's port (its device, owner,
 // baremetal vnic, the node as host, the server's project), takes over the
 // port the user passed in, records both with their addresses and attaches
-// both as VIFs of the node; the delete detaches them, deletes the port it
+// both as VIFs of the node, recording the MAC Ironic then put on each
+// (the NIC's); the delete detaches them, deletes the port it
 // created and gives the user's back.
 func TestNeutronPortsOfABootAndItsDelete(t *testing.T) {
 	nt := newFakeNeutron(provider())
@@ -197,9 +240,9 @@ func TestNeutronPortsOfABootAndItsDelete(t *testing.T) {
 	}
 	rec := w.leader().Node.Store().ServerNet(id)
 	want := []fsm.ServerPort{
-		{ID: made.ID, NetworkID: netA, NetworkName: "provider", MAC: made.MACAddress,
+		{ID: made.ID, NetworkID: netA, NetworkName: "provider", MAC: "52:54:00:aa:00:01",
 			FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}}},
-		{ID: mine.ID, NetworkID: netA, NetworkName: "provider", MAC: mine.MACAddress,
+		{ID: mine.ID, NetworkID: netA, NetworkName: "provider", MAC: "52:54:00:aa:00:02",
 			FixedIPs: []fsm.PortIP{{Address: mine.FixedIPs[0].IPAddress, Version: 4}}, User: true},
 	}
 	if fmt.Sprint(rec.Ports) != fmt.Sprint(want) {
