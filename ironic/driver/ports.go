@@ -108,6 +108,14 @@ func (d *Driver) ensurePorts(ctx context.Context, h *compute.Handle, s fsm.Serve
 	for _, want := range s.Networks {
 		if want.Port != "" {
 			if _, ok := rec.Port(want.Port); !ok {
+				cur, err := d.nt.Port(ctx, want.Port)
+				if err != nil {
+					return nil, d.portError(err, "reading port "+want.Port)
+				}
+				if cur.DeviceID != "" && cur.DeviceID != s.ID {
+					// Taken since the API checked it: Nova's PortInUse.
+					return nil, compute.Permanent("Port %s is still in use.", want.Port)
+				}
 				if err := d.portIntent(ctx, h, s, fsm.PortStepBind, "", want.Port); err != nil {
 					return nil, err
 				}

@@ -346,3 +346,26 @@ func TestNeutronPortIntentRefusedAfterFailover(t *testing.T) {
 		t.Fatalf("recorded %+v, want the new owner's port and intent", rec)
 	}
 }
+
+// A port the user passed in that another device took since the API
+// checked it is not taken over: the build ends in ERROR with Nova's
+// reason, and the port stays as it is.
+func TestNeutronUserPortInUseEndsTheBuild(t *testing.T) {
+	nt := newFakeNeutron(provider())
+	taken := nt.add(neutron.PortCreate{NetworkID: netA, DeviceID: "another-server", DeviceOwner: "compute:nova"})
+	w := neutronWorld(t, 1, nt)
+	id := uuid.NewString()
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: []fsm.Network{{Port: taken.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatus(id, fsm.StatusError)
+	if s.Fault == nil || s.Fault.Message != "Port "+taken.ID+" is still in use." {
+		t.Fatalf("fault %+v, want Nova's port in use", s.Fault)
+	}
+	if p, _ := nt.port(taken.ID); p.DeviceID != "another-server" || p.HostID != "" {
+		t.Fatalf("the port was changed: %+v", p)
+	}
+	if v := w.sim.Nodes()[0].VIFs; len(v) != 0 {
+		t.Fatalf("node VIFs %v", v)
+	}
+}
