@@ -117,7 +117,9 @@ type SetPortIntent struct {
 func (*SetPortIntent) Type() CommandType { return CmdSetPortIntent }
 
 // RecordServerPort records a port the owner created or took over for the
-// server (replacing the record of the same port id).
+// server (replacing the record of the same port id). It clears a pending
+// intent to create a port on its network, or to take it over: a create
+// intent still in the log is one whose port may exist unrecorded.
 type RecordServerPort struct {
 	Meta
 	ID    string     `json:"id"`
@@ -218,6 +220,11 @@ func applyRecordServerPort(st *state, c *RecordServerPort) (any, error) {
 			return nil, fmt.Errorf("%w: server %s already has %d ports", ErrConflict, c.ID, MaxServerPorts)
 		}
 		n.Ports = append(n.Ports, p)
+	}
+	if in := n.Intent; in != nil && (in.Step == PortStepCreate && in.NetworkID == p.NetworkID ||
+		in.Step == PortStepBind && in.PortID == p.ID) {
+		// The create or take-over is done: nothing of it is pending.
+		n.Intent = nil
 	}
 	st.nets[c.ID] = n
 	return n.clone(), nil

@@ -25,8 +25,16 @@ func TestServerPorts(t *testing.T) {
 		&RecordServerPort{Meta: at(14), ID: s.ID, Host: s.Host, Epoch: s.Epoch, Port: p2},
 		&SetPortIntent{Meta: at(15), ID: s.ID, Host: s.Host, Epoch: s.Epoch, Step: PortStepAttach, PortID: "p1"},
 	}
-	for _, c := range cmds {
+	for i, c := range cmds {
 		a.ok(c)
+		if i == 0 {
+			if in := a.s.ServerNet(s.ID).Intent; in == nil || in.Step != PortStepCreate {
+				t.Fatalf("intent %+v, want the create pending", in)
+			}
+		}
+		if _, rec := c.(*RecordServerPort); rec && a.s.ServerNet(s.ID).Intent != nil {
+			t.Fatalf("intent %+v still pending after %+v", a.s.ServerNet(s.ID).Intent, c)
+		}
 	}
 	n := a.s.ServerNet(s.ID)
 	if !reflect.DeepEqual(n.Ports, []ServerPort{p1, p2}) {

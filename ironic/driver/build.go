@@ -216,6 +216,9 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 				if err := d.portIntent(ctx, h, s, fsm.PortStepAttach, "", vif); err != nil {
 					return err
 				}
+				if err := d.bindPort(ctx, vif, n.UUID); err != nil {
+					return err
+				}
 			}
 			if err := d.ir.AttachVIF(ctx, n.UUID, vif); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/compute"
@@ -78,6 +79,9 @@ type Driver struct {
 	mode string
 	w    *watcher
 	nt   Neutron // nil: no Neutron
+
+	mu     sync.Mutex
+	leases map[string]leaseMark // server → this host's last port create lease (ports.go)
 }
 
 // New returns the Ironic virt driver.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
@@ -148,6 +149,13 @@ func (d *Driver) ensurePorts(ctx context.Context, h *compute.Handle, s fsm.Serve
 			return nil, err
 		}
 		if !haveListed {
+			if in := rec.Intent; in != nil && in.Step == fsm.PortStepCreate {
+				// A create may still be in flight: the port it makes shows
+				// in the listing only once no one can send it any more.
+				if err := h.AwaitSettled(ctx, s, d.ownLease(s, in)); err != nil {
+					return nil, err
+				}
+			}
 			if listed, err = d.nt.Ports(ctx, neutron.PortFilter{DeviceID: s.ID}); err != nil {
 				return nil, err
 			}
@@ -161,12 +169,8 @@ func (d *Driver) ensurePorts(ctx context.Context, h *compute.Handle, s fsm.Serve
 			p = listed[i]
 			d.log.Info("resuming with the port an earlier attempt created", "server", s.ID, "port", p.ID, "network", p.NetworkID)
 		} else {
-			if err := d.portIntent(ctx, h, s, fsm.PortStepCreate, want.UUID, ""); err != nil {
+			if p, err = d.createPort(ctx, h, s, want.UUID); err != nil {
 				return nil, err
-			}
-			if p, err = d.nt.CreatePort(ctx, neutron.PortCreate{NetworkID: want.UUID, ProjectID: s.ProjectID,
-				DeviceID: s.ID, DeviceOwner: owner, VNICType: vnic, HostID: node}); err != nil {
-				return nil, d.portError(err, "creating a port on network "+want.UUID)
 			}
 		}
 		if err := d.recordPort(ctx, h, s, p, name, false); err != nil {
@@ -176,6 +180,67 @@ func (d *Driver) ensurePorts(ctx context.Context, h *compute.Handle, s fsm.Serve
 		out = append(out, p.ID)
 	}
 	return out, nil
+}
+
+// createPort creates s's port on network, after its intent, within the
+// intent's lease: a create is the one port step that is not idempotent,
+// so whoever resumes after a pending create intent waits for the lease to
+// end (AwaitSettled) and then finds the port by its device. The port is
+// created without a host (the quick create); the attach step binds it.
+func (d *Driver) createPort(ctx context.Context, h *compute.Handle, s fsm.Server, network string) (neutron.Port, error) {
+	lease := h.StartLease()
+	d.markLease(s, lease)
+	if err := d.portIntent(ctx, h, s, fsm.PortStepCreate, network, ""); err != nil {
+		return neutron.Port{}, err
+	}
+	if lease.Expired() {
+		return neutron.Port{}, fmt.Errorf("%w: the intent to create a port of server %s took longer than its lease", compute.ErrIntent, s.ID)
+	}
+	lctx, cancel := lease.Context(ctx)
+	defer cancel()
+	p, err := d.nt.CreatePort(lctx, neutron.PortCreate{NetworkID: network, ProjectID: s.ProjectID,
+		DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: neutron.VNICBaremetal})
+	if err != nil {
+		return p, d.portError(err, "creating a port on network "+network)
+	}
+	return p, nil
+}
+
+// leaseMark is the lease of this host's last create intent for a server.
+type leaseMark struct {
+	epoch    uint64
+	deadline time.Time
+}
+
+func (d *Driver) markLease(s fsm.Server, l compute.Lease) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.leases == nil {
+		d.leases = map[string]leaseMark{}
+	}
+	d.leases[s.ID] = leaseMark{epoch: s.Epoch, deadline: l.Deadline}
+}
+
+// ownLease is the deadline of this host's lease for the pending intent
+// in, when this host proposed it at s's epoch (zero otherwise).
+func (d *Driver) ownLease(s fsm.Server, in *fsm.PortIntent) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	mk, ok := d.leases[s.ID]
+	if !ok || mk.epoch != s.Epoch || in.Host != s.Host || in.Epoch != s.Epoch {
+		return time.Time{}
+	}
+	return mk.deadline
+}
+
+// bindPort gives the port the node as its host, with vnic type baremetal
+// (what Nova's Ironic driver binds; idempotent).
+func (d *Driver) bindPort(ctx context.Context, id, node string) error {
+	_, err := d.nt.UpdatePort(ctx, id, neutron.PortUpdate{HostID: &node, VNICType: neutron.VNICBaremetal})
+	if err != nil {
+		return d.portError(err, "binding port "+id+" to node "+node)
+	}
+	return nil
 }
 
 // portError ends the build for what Neutron will never accept (a network

@@ -25,9 +25,11 @@ type fakeNeutron struct {
 	ports    map[string]neutron.Port
 	next     int
 	creates  int
-	// onList, when set, runs once, on the first listing by device.
-	onList func()
-	once   sync.Once
+	// onList, when set, runs once, on the first listing by device;
+	// onCreate once, at the first create, before the port is made.
+	onList, onCreate func()
+	once, onceCreate sync.Once
+	networkCalls     chan struct{} // one value per Network call, when not nil
 }
 
 func newFakeNeutron(nets ...neutron.Network) *fakeNeutron {
@@ -39,6 +41,9 @@ func newFakeNeutron(nets ...neutron.Network) *fakeNeutron {
 }
 
 func (f *fakeNeutron) Network(_ context.Context, id string) (neutron.Network, error) {
+	if f.networkCalls != nil {
+		f.networkCalls <- struct{}{}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n, ok := f.networks[id]
@@ -80,6 +85,9 @@ func (f *fakeNeutron) setMAC(id, mac string) {
 }
 
 func (f *fakeNeutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.Port, error) {
+	if f.onCreate != nil {
+		f.onceCreate.Do(f.onCreate)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.networks[p.NetworkID]; !ok {
@@ -191,9 +199,14 @@ func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
 
 func neutronWorld(t *testing.T, peers int, nt *fakeNeutron) *world {
 	t.Helper()
+	return neutronWorldCfg(t, peers, nt, compute.Config{})
+}
+
+func neutronWorldCfg(t *testing.T, peers int, nt *fakeNeutron, ccfg compute.Config) *world {
+	t.Helper()
 	wrap := func(inner driver.Ironic) driver.Ironic { return &nicMACs{Ironic: inner, nt: nt} }
 	w := newWorldCfg(t, peers, sim.Options{}, wrap, driver.Config{Reservation: driver.ReserveAuto,
-		DeployTimeout: 20 * time.Second, Neutron: nt}, compute.Config{})
+		DeployTimeout: 20 * time.Second, Neutron: nt}, ccfg)
 	w.sim.SeedNodes(1, "baremetal-gold")
 	w.waitMirror(1)
 	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
@@ -307,19 +320,8 @@ func TestNeutronPortIntentRefusedAfterFailover(t *testing.T) {
 	nt.onList = func() {
 		// What happens while the owner is between its listing and its
 		// intent: the server moves to the other host.
-		s, err := w.leader().Node.Store().Server(id)
+		to, err := w.moveServer(id)
 		if err != nil {
-			t.Error(err)
-			return
-		}
-		to := ""
-		for _, p := range w.h.Running() {
-			if p.Name != s.Host {
-				to = p.Name
-			}
-		}
-		if err := w.propose(&fsm.ReassignServers{Reason: fsm.ReasonAdminMove,
-			Moves: []fsm.Move{{ServerID: id, FromHost: s.Host, FromEpoch: s.Epoch, ToHost: to}}}); err != nil {
 			t.Error(err)
 		}
 		moved <- to
@@ -367,5 +369,65 @@ func TestNeutronUserPortInUseEndsTheBuild(t *testing.T) {
 	}
 	if v := w.sim.Nodes()[0].VIFs; len(v) != 0 {
 		t.Fatalf("node VIFs %v", v)
+	}
+}
+
+// moveServer gives server id to the other running peer and returns it.
+func (w *world) moveServer(id string) (string, error) {
+	s, err := w.leader().Node.Store().Server(id)
+	if err != nil {
+		return "", err
+	}
+	to := ""
+	for _, p := range w.h.Running() {
+		if p.Name != s.Host {
+			to = p.Name
+		}
+	}
+	return to, w.propose(&fsm.ReassignServers{Reason: fsm.ReasonAdminMove,
+		Moves: []fsm.Move{{ServerID: id, FromHost: s.Host, FromEpoch: s.Epoch, ToHost: to}}})
+}
+
+// An owner that lost the server while its create was in flight leaves a
+// create intent pending: the new owner waits for that intent's lease to
+// end before it lists the server's ports, finds the port the create made
+// and uses it: one port, not two.
+func TestNeutronPendingCreateIsAwaitedAfterFailover(t *testing.T) {
+	nt := newFakeNeutron(provider())
+	nt.networkCalls = make(chan struct{}, 16)
+	w := neutronWorldCfg(t, 2, nt, compute.Config{IntentLease: 300 * time.Millisecond})
+	id := uuid.NewString()
+	moved := make(chan string, 1)
+	nt.onCreate = func() {
+		// The create is in flight while the server moves; Neutron makes
+		// the port only once the new owner has started on the server.
+		<-nt.networkCalls // the first owner's
+		to, err := w.moveServer(id)
+		if err != nil {
+			t.Error(err)
+		}
+		moved <- to
+		select {
+		case <-nt.networkCalls: // the new owner's, just before it would list
+		case <-time.After(20 * time.Second):
+			t.Error("the new owner never started on the server")
+		}
+	}
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: []fsm.Network{{UUID: netA}}}); err != nil {
+		t.Fatal(err)
+	}
+	var to string
+	select {
+	case to = <-moved:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the owner never created the port")
+	}
+	s := w.waitStatus(id, fsm.StatusActive)
+	ps := nt.ofDevice(id)
+	if s.Host != to || len(ps) != 1 || nt.created() != 1 {
+		t.Fatalf("server on %s (want %s), ports %+v, %d created; want the one port of the first create", s.Host, to, ps, nt.created())
+	}
+	if rec := w.leader().Node.Store().ServerNet(id); len(rec.Ports) != 1 || rec.Ports[0].ID != ps[0].ID {
+		t.Fatalf("recorded %+v, want %s", rec.Ports, ps[0].ID)
 	}
 }
