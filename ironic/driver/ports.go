@@ -76,10 +76,10 @@ func (d *Driver) recordPort(ctx context.Context, h *compute.Handle, s fsm.Server
 	return h.Commit(ctx, &fsm.RecordServerPort{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Port: sp})
 }
 
-// ensurePorts gives s a Neutron port for each of its requested networks,
-// bound to node, and returns their ids in the order requested. A port
-// the user passed in is taken over (device, owner and binding updated)
-// and remembered as the user's; otherwise the port recorded for the
+// ensurePorts gives s a Neutron port for each of its requested networks
+// and returns their ids in the order requested (the attach step binds
+// them to the node). A port the user passed in is taken over (device,
+// owner and binding to node updated) and remembered as the user's; otherwise the port recorded for the
 // network, or one Neutron lists with the server as its device (created
 // by an owner that did not live to record it), is used before a new
 // one is created.
@@ -274,6 +274,12 @@ func (d *Driver) releasePorts(ctx context.Context, h *compute.Handle, s fsm.Serv
 			if err := d.ir.DetachVIF(ctx, node, vif); err != nil {
 				return err
 			}
+		}
+	}
+	if in := rec.Intent; in != nil && in.Step == fsm.PortStepCreate {
+		// A create may still be in flight: list once its port would show.
+		if err := h.AwaitSettled(ctx, s, d.ownLease(s, in)); err != nil {
+			return err
 		}
 	}
 	listed, err := d.nt.Ports(ctx, neutron.PortFilter{DeviceID: s.ID})

@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // fakeNeutron keeps networks and ports in memory, as Neutron answers
@@ -30,6 +31,9 @@ type fakeNeutron struct {
 	onList, onCreate func()
 	once, onceCreate sync.Once
 	networkCalls     chan struct{} // one value per Network call, when not nil
+	// lateBy, when set, makes the first create (the one onCreate runs
+	// at) fail and its port appear that much later.
+	lateBy time.Duration
 }
 
 func newFakeNeutron(nets ...neutron.Network) *fakeNeutron {
@@ -85,8 +89,20 @@ func (f *fakeNeutron) setMAC(id, mac string) {
 }
 
 func (f *fakeNeutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.Port, error) {
+	late := false
 	if f.onCreate != nil {
-		f.onceCreate.Do(f.onCreate)
+		f.onceCreate.Do(func() { f.onCreate(); late = f.lateBy > 0 })
+	}
+	if late {
+		// The request reached Neutron, the answer is lost, and Neutron
+		// makes the port a while later.
+		time.AfterFunc(f.lateBy, func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.creates++
+			f.add(p)
+		})
+		return neutron.Port{}, fmt.Errorf("%w: no answer", neutron.ErrUnavailable)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -429,5 +445,34 @@ func TestNeutronPendingCreateIsAwaitedAfterFailover(t *testing.T) {
 	}
 	if rec := w.leader().Node.Store().ServerNet(id); len(rec.Ports) != 1 || rec.Ports[0].ID != ps[0].ID {
 		t.Fatalf("recorded %+v, want %s", rec.Ports, ps[0].ID)
+	}
+}
+
+// A server deleted while its port's create is in flight (the answer
+// lost, the port made later) leaves no port behind: the delete waits for
+// the pending create's lease to end before it lists the server's ports.
+func TestNeutronDeleteAwaitsAPendingCreate(t *testing.T) {
+	const lease = time.Second
+	nt := newFakeNeutron(provider())
+	nt.lateBy = 1300 * time.Millisecond // after any retry, before the lease's end and margin
+	w := neutronWorldCfg(t, 1, nt, compute.Config{IntentLease: lease})
+	id := uuid.NewString()
+	nt.onCreate = func() {
+		if err := w.propose(&fsm.DeleteServer{ID: id}); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: []fsm.Network{{UUID: netA}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus(id, fsm.StatusDeleted)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if n := nt.created(); n != 1 {
+			return fmt.Errorf("%d ports created, want the late one", n)
+		}
+		return nil
+	})
+	if ps := nt.ofDevice(id); len(ps) != 0 {
+		t.Fatalf("ports of the deleted server: %+v", ps)
 	}
 }
