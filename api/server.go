@@ -39,6 +39,9 @@ type Config struct {
 	// Images, when set ([glance]), checks that a boot's or rebuild's
 	// imageRef is an active Glance image.
 	Images nova.ImageService
+	// Networks, when set ([neutron]), checks a boot's networks and ports
+	// in Neutron.
+	Networks nova.NetworkService
 	// NoInstancePassword turns off [DEFAULT] enable_instance_password:
 	// creates and rebuilds answer no adminPass.
 	NoInstancePassword bool
@@ -77,7 +80,7 @@ func New(cfg Config, c core.Cluster) (*Server, error) {
 func newServer(cfg Config, c core.Cluster) *Server {
 	st := &core.State{Cluster: c, WriteTimeout: cfg.WriteTimeout}
 	return &Server{c: c,
-		nova:      nova.New(st, nova.Config{Images: cfg.Images, BaremetalNodes: cfg.BaremetalNodes, NoInstancePassword: cfg.NoInstancePassword}),
+		nova:      nova.New(st, nova.Config{Images: cfg.Images, Networks: cfg.Networks, BaremetalNodes: cfg.BaremetalNodes, NoInstancePassword: cfg.NoInstancePassword}),
 		placement: placement.New(st),
 		admin:     admin.New(st, admin.Config{OnLeave: cfg.OnLeave, Operator: cfg.Operator}),
 	}

@@ -40,6 +40,13 @@ type commandKnower interface {
 	CommandKnown(t fsm.CommandType) bool
 }
 
+// Known reports whether every live peer can apply command type t (true
+// for a cluster that cannot tell).
+func (h *Handle) Known(t fsm.CommandType) bool {
+	k, ok := h.m.c.(commandKnower)
+	return !ok || k.CommandKnown(t)
+}
+
 // Reserve commits the node reserved for s (and its Ironic allocation, if
 // any). With then set, the same entry also moves the server to that task
 // state (fsm.ReserveNodeAndTask) once every peer can apply it; it reports

@@ -122,3 +122,45 @@ func (h *Handle) Intent(ctx context.Context, s fsm.Server, task string) error {
 	}
 	return nil
 }
+
+// StartLease is the lease of an intent this host is about to propose for
+// a side effect its driver tracks itself (a Neutron port's create): the
+// request is made with the lease's Context, and not at all when Expired
+// once the commit is back.
+func (h *Handle) StartLease() Lease { return Lease{Deadline: time.Now().Add(h.m.cfg.IntentLease)} }
+
+// Expired reports whether the lease is over.
+func (l Lease) Expired() bool { return !time.Now().Before(l.Deadline) }
+
+// AwaitSettled blocks until the side effect of an intent on s, pending in
+// the log, can no longer be sent by whoever committed it: with mine (the
+// deadline of this host's own lease for it, at s's epoch) a lease after
+// that, else two leases after this manager first saw itself own s at its
+// epoch, as AwaitIntent counts for actions.
+func (h *Handle) AwaitSettled(ctx context.Context, s fsm.Server, mine time.Time) error {
+	m, lease := h.m, h.m.cfg.IntentLease
+	until := mine.Add(lease)
+	if mine.IsZero() {
+		m.mu.Lock()
+		seen, ok := m.seen[s.ID]
+		m.mu.Unlock()
+		if ok && seen.epoch == s.Epoch {
+			until = seen.at.Add(2 * lease)
+		} else {
+			until = time.Now().Add(2 * lease)
+		}
+	}
+	wait := time.Until(until)
+	if wait <= 0 {
+		return nil
+	}
+	m.log.Info("waiting for the lease of an earlier intent to end before reading the backend", "server", s.ID, "wait", wait.Round(time.Millisecond))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	return nil
+}

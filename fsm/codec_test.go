@@ -86,7 +86,8 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdRequestServerAction, CmdFinishServerAction, CmdUpdateServer, CmdStartServerAction, CmdCreateServers, CmdReserveNodeAndTask,
 		CmdRequestServerActionWithID, CmdCreateServerSets, CmdUpdateServerFields, CmdRebuildServer,
 		CmdSetServerMetadata, CmdSetServerTags,
-		CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdResetServerState, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas}
+		CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdResetServerState, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas,
+		CmdSetPortIntent, CmdRecordServerPort, CmdForgetServerPort}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

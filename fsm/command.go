@@ -66,6 +66,10 @@ const (
 	CmdSetQuotaDefaults CommandType = 51
 	CmdUpdateQuotas     CommandType = 52
 	CmdDeleteQuotas     CommandType = 53
+	// 56..60: the Neutron ports of servers (server_ports.go).
+	CmdSetPortIntent    CommandType = 56
+	CmdRecordServerPort CommandType = 57
+	CmdForgetServerPort CommandType = 58
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

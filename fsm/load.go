@@ -40,6 +40,7 @@ func (st *state) removeServer(id string) {
 	}
 	st.leaveGroup(id)
 	delete(st.actions, id)
+	delete(st.nets, id)
 }
 
 func (st *state) count(s Server) {

@@ -81,6 +81,9 @@ const (
 	RecordInstanceActions RecordType = 47 // one per server with actions kept (history.go)
 	RecordServerGroup     RecordType = 48 // one per server group (server_group.go)
 	// 49..50 reserved.
+	// RecordServerPorts is one server's Neutron ports and port intent
+	// (server_ports.go), written only while some server has them.
+	RecordServerPorts RecordType = 56
 )
 
 // Ignorable reports whether t carries IgnoreUnknownFlag.

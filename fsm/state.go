@@ -32,6 +32,9 @@ type state struct {
 	// member (index, rebuilt on restore; server_group.go).
 	groups  map[string]ServerGroup
 	groupOf map[string]string
+	// nets are the servers' Neutron ports and port intents, by server id
+	// (server_ports.go); a value is replaced, never changed in place.
+	nets map[string]ServerNet
 	// legacyInventory: node providers also report VCPU, MEMORY_MB and
 	// DISK_GB ([workarounds] report_ironic_standard_resource_class_inventory).
 	legacyInventory bool
@@ -94,6 +97,7 @@ func newState() *state {
 		actions:      map[string][]InstanceAction{},
 		groups:       map[string]ServerGroup{},
 		groupOf:      map[string]string{},
+		nets:         map[string]ServerNet{},
 		hostServers:  map[string]int{},
 		usage:        newQuotaUsage(),
 		conflicted:   map[string]struct{}{},
@@ -115,6 +119,7 @@ func (st *state) clone() *state {
 	c.quotas = st.quotas.clone()
 	c.features = maps.Clone(st.features)
 	c.actions = maps.Clone(st.actions) // the slices are never changed in place
+	c.nets = maps.Clone(st.nets)       // the values are never changed in place
 	for id, g := range st.groups {
 		c.groups[id] = cloneGroup(g)
 	}

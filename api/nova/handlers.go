@@ -12,12 +12,17 @@ type Config struct {
 	// NoInstancePassword turns off Nova's enable_instance_password: the
 	// answers to a create and a rebuild carry no adminPass.
 	NoInstancePassword bool
+	// Networks, when set ([neutron]), checks a boot's networks and ports
+	// in Neutron (networks.go).
+	Networks NetworkService
 }
 
 // Handlers serve the compute API.
 type Handlers struct {
 	st     *core.State
 	images ImageService
+	// networks is Neutron (nil without [neutron]).
+	networks NetworkService
 	// Baremetal serves os-baremetal-nodes.
 	Baremetal BaremetalProxy
 	// noPassword: enable_instance_password is off.
@@ -26,6 +31,6 @@ type Handlers struct {
 
 // New returns the compute API's handlers over st.
 func New(st *core.State, cfg Config) *Handlers {
-	return &Handlers{st: st, images: cfg.Images, Baremetal: BaremetalProxy{Source: cfg.BaremetalNodes},
+	return &Handlers{st: st, images: cfg.Images, networks: cfg.Networks, Baremetal: BaremetalProxy{Source: cfg.BaremetalNodes},
 		noPassword: cfg.NoInstancePassword}
 }

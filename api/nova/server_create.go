@@ -90,6 +90,9 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkNetworks(c, nets); err != nil { // networks.go
+		return err
+	}
 	if im != nil {
 		if f, ok := h.bootFlavor(c, flavorID); ok {
 			if err := checkImageFits(im, f); err != nil {

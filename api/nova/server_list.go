@@ -42,7 +42,7 @@ func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		keep, err := serverFilter(c, q, project)
+		keep, err := serverFilter(c, q, project, h.st.Store().ServerNet)
 		if err != nil {
 			return err
 		}
@@ -94,9 +94,9 @@ func tagList(q url.Values, name string) []string {
 }
 
 // serverAddrs are the server's fixed addresses of one IP version.
-func serverAddrs(v fsm.Server, version int) []string {
+func serverAddrs(v fsm.Server, net fsm.ServerNet, version int) []string {
 	var out []string
-	for _, addrs := range serverAddresses(v) {
+	for _, addrs := range serverAddresses(v, net) {
 		for _, a := range addrs {
 			if m, ok := a.(map[string]any); ok && m["version"] == version {
 				out = append(out, fmt.Sprint(m["addr"]))
@@ -107,7 +107,7 @@ func serverAddrs(v fsm.Server, version int) []string {
 }
 
 // serverFilter is the filter of a server list's query.
-func serverFilter(c echo.Context, q url.Values, project string) (func(fsm.Server) bool, error) {
+func serverFilter(c echo.Context, q url.Values, project string, netOf func(id string) fsm.ServerNet) (func(fsm.Server) bool, error) {
 	name, err := regexParam(q, "name")
 	if err != nil {
 		return nil, err
@@ -154,9 +154,9 @@ func serverFilter(c echo.Context, q url.Values, project string) (func(fsm.Server
 			return false
 		case name != nil && !name.MatchString(v.Name):
 			return false
-		case ip != nil && !slices.ContainsFunc(serverAddrs(v, 4), ip.MatchString):
+		case ip != nil && !slices.ContainsFunc(serverAddrs(v, netOf(v.ID), 4), ip.MatchString):
 			return false
-		case ip6 != nil && !slices.ContainsFunc(serverAddrs(v, 6), ip6.MatchString):
+		case ip6 != nil && !slices.ContainsFunc(serverAddrs(v, netOf(v.ID), 6), ip6.MatchString):
 			return false
 		case !since.IsZero() && v.UpdatedAt.Before(since):
 			return false

@@ -41,6 +41,8 @@ type serverItem struct {
 	// diskConfig is the OS-DCF:diskConfig a create or rebuild asked for
 	// ("" is MANUAL); adminPass the password it answers ("" for none).
 	diskConfig, adminPass string
+	// net is the server's Neutron ports (none in brief views).
+	net fsm.ServerNet
 }
 
 // Sets of server views, for the table.
@@ -75,7 +77,7 @@ var serverTable = &table[serverItem]{
 		{name: "hostId", in: serverFull, value: func(s serverItem) any { return hostID(s.v) }},
 		{name: "accessIPv4", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv4 }},
 		{name: "accessIPv6", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv6 }},
-		{name: "addresses", in: serverFull, value: func(s serverItem) any { return serverAddresses(s.v) }},
+		{name: "addresses", in: serverFull, value: func(s serverItem) any { return serverAddresses(s.v, s.net) }},
 		{name: "metadata", in: serverFull, value: func(s serverItem) any { return orEmpty(s.v.Metadata) }},
 		{name: "image", in: serverFull, value: func(s serverItem) any { return serverImage(s.c, s.v) }},
 		{name: "flavor", until: v2(46), in: serverFull, value: func(s serverItem) any { return flavorRef(s.c, s.v.Flavor) }},
@@ -166,7 +168,7 @@ func (h *Handlers) serverView(c echo.Context, in view, v fsm.Server) map[string]
 // serverViewPass is serverView with the adminPass a rebuild answers.
 func (h *Handlers) serverViewPass(c echo.Context, in view, v fsm.Server, adminPass string) map[string]any {
 	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject(), adminPass: adminPass,
-		group: h.st.Store().GroupOf(v.ID)}
+		group: h.st.Store().GroupOf(v.ID), net: h.st.Store().ServerNet(v.ID)}
 	if v.Host != "" {
 		if host, err := h.st.Store().Host(v.Host); err == nil {
 			it.host = host
@@ -283,10 +285,31 @@ func hostStatus(s serverItem) any {
 	return "UNKNOWN"
 }
 
-// serverAddresses are the server's networks, by network (or port), without
-// addresses: Neutron holds them.
-func serverAddresses(v fsm.Server) map[string][]any {
+// serverAddresses are the server's addresses, Nova's shape: with Neutron
+// ports recorded (fsm.ServerNet), each port's fixed addresses under its
+// network's name, with their version, type and the port's MAC; without
+// (no [neutron], or before the owner created the ports), the requested
+// networks by uuid (or port), without addresses.
+func serverAddresses(v fsm.Server, net fsm.ServerNet) map[string][]any {
 	out := map[string][]any{}
+	if len(net.Ports) > 0 {
+		for _, p := range net.Ports {
+			key := p.NetworkName
+			if key == "" {
+				key = p.NetworkID
+			}
+			list := out[key]
+			if list == nil {
+				list = []any{}
+			}
+			for _, ip := range p.FixedIPs {
+				list = append(list, map[string]any{"addr": ip.Address, "version": ip.Version,
+					"OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MAC})
+			}
+			out[key] = list
+		}
+		return out
+	}
 	for _, n := range v.Networks {
 		key := n.UUID
 		if key == "" {

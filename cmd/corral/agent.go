@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic/driver"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -125,10 +126,14 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	if err := a.checkNeutron(); err != nil { // config_neutron.go
+	nc, err := a.checkNeutron() // config_neutron.go
+	if err != nil {
 		_ = node.Shutdown()
 		_ = ln.Close()
 		return nil, err
+	}
+	if nc != nil {
+		apiCfg.Networks = nc
 	}
 	srv, err := api.New(apiCfg, node)
 	if err != nil {
@@ -154,7 +159,11 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger, bmSource)
+			var nt driver.Neutron // nil without [neutron]: a nil *neutron.Client would not be
+			if nc != nil {
+				nt = nc
+			}
+			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger, bmSource, nt)
 		}()
 	} else if !hypervisor {
 		logger.Warn("no [ironic] url: this host will not build servers")

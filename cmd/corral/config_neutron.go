@@ -45,22 +45,22 @@ func (c *agentConfig) validateNeutron() error {
 
 // checkNeutron, with [neutron] set, builds the Neutron client and checks
 // that Neutron answers and takes the credentials, so that an agent with
-// wrong ones stops at start. Servers do not use Neutron yet.
-func (a *agent) checkNeutron() error {
+// wrong ones stops at start. It returns nil without [neutron].
+func (a *agent) checkNeutron() (*neutron.Client, error) {
 	o := a.cfg.Neutron
 	if !o.Enabled() {
-		return nil
+		return nil, nil
 	}
 	c, err := neutron.New(o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), neutronCheckTimeout)
 	defer cancel()
 	if err := c.Check(ctx); err != nil {
-		return fmt.Errorf("[neutron] auth_type = %s: %w", o.AuthType, err)
+		return nil, fmt.Errorf("[neutron] auth_type = %s: %w", o.AuthType, err)
 	}
-	a.log.Info("Neutron answers (servers do not use it yet)", "endpoint", c.Endpoint(), "auth_type", o.AuthType,
+	a.log.Info("Neutron answers: bare-metal servers get Neutron ports", "endpoint", c.Endpoint(), "auth_type", o.AuthType,
 		"user", o.Username)
-	return nil
+	return c, nil
 }

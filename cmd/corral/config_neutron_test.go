@@ -37,8 +37,8 @@ valid_interfaces = public
 	if plain := mustLoad(t, nil, map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_NAME": "n",
 		"CORRAL_AUTH_PEER_TOKEN": "peer-secret-0123456"}); plain.Neutron.Enabled() {
 		t.Errorf("no [neutron] but enabled: %+v", plain.Neutron)
-	} else if err := (&agent{cfg: plain}).checkNeutron(); err != nil {
-		t.Errorf("checkNeutron without [neutron] = %v", err)
+	} else if c, err := (&agent{cfg: plain}).checkNeutron(); err != nil || c != nil {
+		t.Errorf("checkNeutron without [neutron] = %v, %v; want no client", c, err)
 	}
 	delete(env, "CORRAL_NEUTRON_PASSWORD")
 	for _, tc := range []struct{ ini, want string }{
@@ -78,7 +78,13 @@ func TestCheckNeutronAtStart(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	_ = ln.Close()
 	log := slog.New(slog.DiscardHandler)
-	check := func(o neutron.Options) error { return (&agent{cfg: agentConfig{Neutron: o}, log: log}).checkNeutron() }
+	check := func(o neutron.Options) error {
+		c, err := (&agent{cfg: agentConfig{Neutron: o}, log: log}).checkNeutron()
+		if err == nil && c == nil {
+			return errors.New("no client")
+		}
+		return err
+	}
 
 	if err := check(neutron.Options{AuthType: "none", EndpointOverride: up.URL}); err != nil {
 		t.Errorf("a Neutron that answers: %v", err)

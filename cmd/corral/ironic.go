@@ -16,8 +16,9 @@ import (
 )
 
 // runIronic connects to Ironic (retrying until it answers) and then runs
-// this host's driver and the leader's node sync until ctx ends.
-func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger, bm *baremetalSource) {
+// this host's driver and the leader's node sync until ctx ends; with nt
+// ([neutron]) the driver gives servers Neutron ports.
+func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger, bm *baremetalSource, nt driver.Neutron) {
 	log := logger.With("component", "ironic", "url", cfg.URL)
 	// 0.5 s, doubling up to 16 s, until Ironic answers or ctx ends.
 	wait := &backoff.ExponentialBackOff{InitialInterval: 500 * time.Millisecond, Multiplier: 2, MaxInterval: 16 * time.Second}
@@ -31,7 +32,8 @@ func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.
 		return // ctx ended
 	}
 	bm.set(client)
-	virt, err := driver.New(driver.Config{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Wait: cfg.DeployWait, Logger: logger}, client)
+	virt, err := driver.New(driver.Config{Reservation: cfg.Reservation, DeployTimeout: cfg.DeployTimeout, Wait: cfg.DeployWait, Logger: logger,
+		Neutron: nt}, client)
 	if err != nil {
 		log.Error("cannot start the Ironic driver: servers of this host will not be built", "err", err)
 		return

@@ -14,10 +14,21 @@ import (
 // DELETED.
 func (d *Driver) Delete(ctx context.Context, h *compute.Handle, s fsm.Server) error {
 	if s.NodeUUID == "" {
-		return d.dropStrayClaims(ctx, h, s)
+		if err := d.dropStrayClaims(ctx, h, s); err != nil {
+			return err
+		}
+		if d.nt != nil {
+			return d.releasePorts(ctx, h, s, "")
+		}
+		return nil
 	}
 	if err := d.undeploy(ctx, h, s); err != nil {
 		return err
+	}
+	if d.nt != nil {
+		if err := d.releasePorts(ctx, h, s, s.NodeUUID); err != nil {
+			return err
+		}
 	}
 	if _, err := h.Reread(s, false); err != nil {
 		return err
@@ -35,9 +46,14 @@ func (d *Driver) undeploy(ctx context.Context, h *compute.Handle, s fsm.Server) 
 		return err
 	}
 	if holds(n, s) {
-		for _, vif := range s.VIFs() {
+		for _, vif := range d.vifsOf(h, s) {
 			if err := d.fence(ctx, h, s, "detaching VIF "+vif); err != nil {
 				return err
+			}
+			if d.nt != nil {
+				if err := d.portIntent(ctx, h, s, fsm.PortStepDetach, "", vif); err != nil {
+					return err
+				}
 			}
 			if err := d.ir.DetachVIF(ctx, n.UUID, vif); err != nil && !errors.Is(err, ironic.ErrNotFound) {
 				return err

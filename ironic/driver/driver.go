@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/compute"
@@ -29,6 +30,7 @@ type Ironic interface {
 	PageSize() int
 	AttachVIF(ctx context.Context, nodeID, vifID string) error
 	DetachVIF(ctx context.Context, nodeID, vifID string) error
+	ListVIFs(ctx context.Context, nodeID string) ([]string, error)
 	// Server actions (actions.go).
 	SetPowerState(ctx context.Context, nodeID, target string) error
 	WaitPowerState(ctx context.Context, nodeID, want string) (ironic.Node, error)
@@ -59,6 +61,10 @@ type Config struct {
 	// deploys take.
 	MinPoll, MaxPoll time.Duration
 	Logger           *slog.Logger
+	// Neutron, when set ([neutron] configured), gives every requested
+	// network of a server a Neutron port attached as a VIF of its node
+	// (ports.go); nil keeps corral's own networks.
+	Neutron Neutron
 }
 
 // Driver is the Ironic virt driver (a compute.Virt): it builds a server
@@ -72,6 +78,10 @@ type Driver struct {
 	log  *slog.Logger
 	mode string
 	w    *watcher
+	nt   Neutron // nil: no Neutron
+
+	mu     sync.Mutex
+	leases map[string]leaseMark // server → this host's last port create lease (ports.go)
 }
 
 // New returns the Ironic virt driver.
@@ -102,7 +112,7 @@ func New(cfg Config, ir Ironic) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, ir: ir, log: cfg.Logger.With("component", "ironic-driver"), mode: mode}
+	d := &Driver{cfg: cfg, ir: ir, log: cfg.Logger.With("component", "ironic-driver"), mode: mode, nt: cfg.Neutron}
 	d.w = newWatcher(d)
 	if mode == ReserveInstanceUUID {
 		d.log.Warn("reserving Ironic nodes by instance_uuid is deprecated: use an Ironic with the allocation API (microversion 1.52+) and [ironic] reservation = auto",

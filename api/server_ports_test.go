@@ -1,0 +1,139 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/neutron"
+)
+
+// A server's recorded Neutron ports are its addresses, in Nova's shape:
+// under the network's name, each fixed address with its version, type
+// and the port's MAC; /ips and the ip filter of a list read the same.
+func TestServerAddressesFromPorts(t *testing.T) {
+	e, _, _ := hypervisorEnv(t)
+	s, err := e.peer.Node.Store().Server(adoptedID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.propose(&fsm.RecordServerPort{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Port: fsm.ServerPort{ID: "p1",
+		NetworkID: "net-1", NetworkName: "provider", MAC: "52:54:00:aa:00:01",
+		FixedIPs: []fsm.PortIP{{Address: "192.0.2.15", Version: 4}, {Address: "2001:db8::15", Version: 6}}}})
+	want := `{"provider":[{"OS-EXT-IPS-MAC:mac_addr":"52:54:00:aa:00:01","OS-EXT-IPS:type":"fixed","addr":"192.0.2.15","version":4},` +
+		`{"OS-EXT-IPS-MAC:mac_addr":"52:54:00:aa:00:01","OS-EXT-IPS:type":"fixed","addr":"2001:db8::15","version":6}]}`
+	shown := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	r := do(t, e.ts, http.MethodGet, computeBase+"/servers/"+adoptedID, adminToken, "", nil)
+	if got := shown(get(t, r.json(t), "server", "addresses")); r.code != http.StatusOK || got != want {
+		t.Fatalf("addresses %s (%s), want %s", got, r, want)
+	}
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+adoptedID+"/ips", adminToken, "", nil)
+	if got := shown(get(t, r.json(t), "addresses")); got != want {
+		t.Fatalf("ips %s, want %s", got, want)
+	}
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+adoptedID+"/ips/provider", adminToken, "", nil)
+	if got := shown(r.json(t)); r.code != http.StatusOK || got != want {
+		t.Fatalf("ips of provider %s, want %s", got, want)
+	}
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers?ip=192.0.2.15", adminToken, "", nil)
+	if list, _ := get(t, r.json(t), "servers").([]any); len(list) != 1 {
+		t.Fatalf("servers with ip 192.0.2.15: %s", r)
+	}
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers?ip=10.9.9.9", adminToken, "", nil)
+	if list, _ := get(t, r.json(t), "servers").([]any); len(list) != 0 {
+		t.Fatalf("servers with ip 10.9.9.9: %s", r)
+	}
+}
+
+// fakeNetworks is Neutron as corral's service user sees it.
+type fakeNetworks struct {
+	nets  map[string]neutron.Network
+	ports map[string]neutron.Port
+}
+
+func (f fakeNetworks) Network(_ context.Context, id string) (neutron.Network, error) {
+	if n, ok := f.nets[id]; ok {
+		return n, nil
+	}
+	return neutron.Network{}, fmt.Errorf("%w: network %s", neutron.ErrNotFound, id)
+}
+
+func (f fakeNetworks) Port(_ context.Context, id string) (neutron.Port, error) {
+	if p, ok := f.ports[id]; ok {
+		return p, nil
+	}
+	return neutron.Port{}, fmt.Errorf("%w: port %s", neutron.ErrNotFound, id)
+}
+
+// With [neutron], a boot's networks and ports are checked as Nova's
+// validate_networks checks them, with the caller's visibility: the
+// caller's own and shared networks, its own free ports; an admin any.
+// A refused boot changes nothing.
+func TestBootNetworksCheckedInNeutron(t *testing.T) {
+	const (
+		ownNet    = "0a000000-0000-4000-8000-0000000000a1"
+		sharedNet = "0a000000-0000-4000-8000-0000000000b1"
+		otherNet  = "0a000000-0000-4000-8000-0000000000b2"
+		noNet     = "0a000000-0000-4000-8000-0000000000ff"
+		freePort  = "0b000000-0000-4000-8000-0000000000a1"
+		usedPort  = "0b000000-0000-4000-8000-0000000000a2"
+		otherPort = "0b000000-0000-4000-8000-0000000000b1"
+		noPort    = "0b000000-0000-4000-8000-0000000000ff"
+	)
+	nt := fakeNetworks{
+		nets: map[string]neutron.Network{ownNet: {ID: ownNet, ProjectID: "demo-a"}, sharedNet: {ID: sharedNet, ProjectID: "demo-b", Shared: true},
+			otherNet: {ID: otherNet, ProjectID: "demo-b"}},
+		ports: map[string]neutron.Port{freePort: {ID: freePort, ProjectID: "demo-a"}, usedPort: {ID: usedPort, ProjectID: "demo-a", DeviceID: "elsewhere"},
+			otherPort: {ID: otherPort, ProjectID: "demo-b"}},
+	}
+	e := newKeystoneEnv(t, time.Minute, func(c *api.Config) { c.Networks = nt })
+	e.issueDemoTokens()
+	createFlavor(t, e.env, `{"flavor": {"name": "f", "id": "f", "ram": 1, "vcpus": 1, "disk": 1}}`)
+	boot := func(token, nets string) response {
+		return do(t, e.ts, http.MethodPost, computeBase+"/servers", token,
+			`{"server": {"name": "a", "imageRef": "img", "flavorRef": "f", "networks": `+nets+`}}`, nil)
+	}
+	for _, c := range []struct {
+		name, token, nets string
+		code              int
+		msg               string
+	}{
+		{"unknown network", aliceToken, `[{"uuid": "` + noNet + `"}]`, 400, "Network " + noNet + " could not be found."},
+		{"another project's network", aliceToken, `[{"uuid": "` + otherNet + `"}]`, 400, "Network " + otherNet + " could not be found."},
+		{"unknown port", aliceToken, `[{"port": "` + noPort + `"}]`, 400, "Port id " + noPort + " could not be found."},
+		{"another project's port", aliceToken, `[{"port": "` + otherPort + `"}]`, 400, "Port id " + otherPort + " could not be found."},
+		{"a port in use", aliceToken, `[{"port": "` + usedPort + `"}]`, 409, "Port " + usedPort + " is still in use."},
+		{"a good network, then an unknown one", aliceToken, `[{"uuid": "` + ownNet + `"}, {"uuid": "` + noNet + `"}]`, 400, "Network " + noNet + " could not be found."},
+	} {
+		before := e.digest()
+		r := boot(c.token, c.nets)
+		if _, msg := errorMessage(t, r); r.code != c.code || msg != c.msg {
+			t.Errorf("%s: %s, want %d %q", c.name, r, c.code, c.msg)
+		}
+		if e.digest() != before {
+			t.Errorf("%s: the refused boot changed the state", c.name)
+		}
+	}
+	for _, c := range []struct{ name, token, nets string }{
+		{"own network", aliceToken, `[{"uuid": "` + ownNet + `"}]`},
+		{"shared network", aliceToken, `[{"uuid": "` + sharedNet + `"}]`},
+		{"own free port", aliceToken, `[{"port": "` + freePort + `"}]`},
+		{"an admin, another project's network", ksAdmin, `[{"uuid": "` + otherNet + `"}]`},
+		{"no networks", aliceToken, `"none"`},
+	} {
+		if r := boot(c.token, c.nets); r.code != http.StatusAccepted {
+			t.Errorf("%s: %s, want 202", c.name, r)
+		}
+	}
+}
