@@ -212,10 +212,11 @@ func (h *Handlers) CreateExternalEvents(c echo.Context) error {
 
 // recordExternalEvents commits the accepted events of live servers, at
 // most fsm.MaxExternalEventsPerEntry an entry, once every peer knows the
-// command (until then they are answered, not recorded).
+// command and while servers' histories are kept (otherwise they are
+// answered, not recorded).
 func (h *Handlers) recordExternalEvents(c echo.Context, events []fsm.ExternalEvent) error {
-	if len(events) == 0 {
-		return nil
+	if len(events) == 0 || !h.st.Store().FeatureEnabled(fsm.FeatureInstanceActions) {
+		return nil // no history is kept: nothing to record
 	}
 	if !h.known(fsm.CmdRecordExternalEvents) {
 		h.log.Info("external events are not recorded until every peer of the cluster runs a version that knows them",
