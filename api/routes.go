@@ -36,6 +36,7 @@ func (s *Server) routeTable() []route {
 	const (
 		anyone, readers, admins, peers = core.RolePublic, core.RoleReader, core.RoleAdmin, core.RolePeer
 		projectReaders, projectMembers = core.RoleProjectReader, core.RoleProjectMember
+		services                       = core.RoleService
 	)
 	const nova, pl = wire.ComputePrefix, wire.PlacementPrefix
 	hosts, owners, keyring, snapshot := wire.HostsPath, wire.OwnersPath, wire.KeyringPath, wire.SnapshotPath
@@ -135,6 +136,8 @@ func (s *Server) routeTable() []route {
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
 		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},
 		{get, nova + "/servers/:id/os-instance-actions/:request_id", n.GetInstanceAction, projectReaders, nil},
+		// Events of other services (Neutron's port notices), Nova's service_or_admin.
+		{post, nova + "/os-server-external-events", n.CreateExternalEvents, services, nil},
 		// Consoles, which Nova removed: 410 for every caller and server.
 		{get, nova + "/servers/:id/consoles", n.ConsolesGone, projectReaders, nil},
 		{post, nova + "/servers/:id/consoles", n.ConsolesGone, projectReaders, nil},

@@ -83,6 +83,8 @@ var rules = []rule{
 		anyDep: []string{"ironic/mirror"}},
 	{pkgs: []string{"ironic/mirror/..."}, why: "the leader's mirror is no virt driver",
 		anyDep: []string{"compute", "ironic/driver"}},
+	{pkgs: []string{"neutron/reaper/..."}, why: "the leader's port reaper reaches the cluster and Neutron through interfaces",
+		anyDep: []string{"api", "cluster", "compute", "ironic"}},
 	{pkgs: []string{"ironic/sim/..."}, why: "the simulator stands alone",
 		anyDep: []string{"fsm", "cluster", "api", "compute", "ironic/driver", "ironic/mirror"}},
 	{pkgs: []string{"api/..."}, why: "the API reaches raft, gossip and Ironic only through interfaces",

@@ -70,6 +70,9 @@ const (
 	CmdSetPortIntent    CommandType = 56
 	CmdRecordServerPort CommandType = 57
 	CmdForgetServerPort CommandType = 58
+	// 63: the external events of Nova's os-server-external-events
+	// (external_events.go).
+	CmdRecordExternalEvents CommandType = 63
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

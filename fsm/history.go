@@ -33,6 +33,10 @@ import (
 //     in the server, not in its history);
 //   - lock, unlock: when done (no event, as in Nova; a rename is no
 //     action in Nova, nor here);
+//   - external events (external_events.go): each event another service
+//     sent through os-server-external-events and the API accepted, as an
+//     event of the server's latest action, never open, placed before
+//     the owner's event while that one is open;
 //   - failover: every change of owner (a dead or drained host's plan, an
 //     operator's move), which Nova has no action for: an action of its
 //     own, its message the reason ("host down: from peer3 at epoch 1"),
