@@ -22,6 +22,7 @@ type RunInfo struct {
 	Race     bool     `json:"race"`               // the agents were built with the race detector
 	Security string   `json:"security,omitempty"` // TLS, gossip encryption
 	Auth     string   `json:"auth,omitempty"`     // static tokens or Keystone
+	Networks string   `json:"networks,omitempty"` // -neutron: Neutron's URL and the network, or why it was skipped
 	Workload string   `json:"workload,omitempty"` // "" (older runs) is mixed
 }
 
@@ -71,7 +72,7 @@ type Input struct {
 	Final         history.FinalState
 	Windows       []history.Window
 	Waves         []history.Wave      // -workload massboot
-	Effects       client.EffectLog    // -workload actions
+	Effects       client.EffectLog    // -workload actions, -neutron with the simulator
 	Recovery      time.Duration       // from the last heal to a ready cluster acknowledging a write
 	RecoveryError string              // why the cluster did not recover ("": it did)
 	HealError     string              // the error of the heal after the workload

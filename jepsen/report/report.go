@@ -42,6 +42,10 @@ func WriteMarkdown(dir string, v check.Verdict) error {
 		w("")
 		w("Transport: %s; clients authenticate with %s.", v.Run.Security, v.Run.Auth)
 	}
+	if v.Run.Networks != "" {
+		w("")
+		w("Networks: %s.", v.Run.Networks)
+	}
 	if len(v.Run.Injected) > 0 {
 		w("")
 		w("Faults injected into the recorded history (the checkers must catch them): %s.", strings.Join(v.Run.Injected, ", "))

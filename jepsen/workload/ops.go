@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/jepsen/client"
@@ -23,8 +24,19 @@ type Ops struct {
 	Timeout time.Duration // per request; a write that times out is info
 	Flavor  string
 	Image   string
+	Nets    *Networks // -neutron: the networks of each boot; nil: none asked for
+	// BootEvery, when set, spaces the boots of the mixed and actions
+	// workloads, and their deletes twice as much (so that servers live
+	// long enough to be built): a boot asked for sooner after the last one
+	// is a linearizable list instead, a delete a linearizable show
+	// (-neutron: each makes Neutron bind or delete ports, which a loaded
+	// Neutron does slowly).
+	BootEvery time.Duration
 
-	pool pool
+	pool       pool
+	slotMu     sync.Mutex
+	lastBoot   time.Time
+	lastDelete time.Time
 }
 
 func (w *Ops) request(method, base, path string, body any) client.Outcome {
@@ -48,14 +60,43 @@ func (w *Ops) complete(inv history.Op, o client.Outcome, okCode int, v history.O
 }
 
 func (w *Ops) boot(process int, peer *cluster.Agent, name string) string {
+	if !w.bootSlot(time.Now()) {
+		return w.list(process, peer, history.Linearizable)
+	}
 	return w.bootOp(process, peer, name).Type
+}
+
+// bootSlot reports whether a boot may be sent at now (BootEvery), and
+// takes the slot.
+func (w *Ops) bootSlot(now time.Time) bool { return w.slot(&w.lastBoot, w.BootEvery, now) }
+
+// deleteSlot is bootSlot for deletes (twice BootEvery).
+func (w *Ops) deleteSlot(now time.Time) bool { return w.slot(&w.lastDelete, 2*w.BootEvery, now) }
+
+func (w *Ops) slot(last *time.Time, every time.Duration, now time.Time) bool {
+	if every <= 0 {
+		return true
+	}
+	w.slotMu.Lock()
+	defer w.slotMu.Unlock()
+	if !last.IsZero() && now.Sub(*last) < every {
+		return false
+	}
+	*last = now
+	return true
 }
 
 // bootOp sends one boot and returns its recorded completion.
 func (w *Ops) bootOp(process int, peer *cluster.Agent, name string) history.Op {
-	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FBoot, Node: peer.Name, Value: history.OpValue{Name: name}})
-	o := w.request(http.MethodPost, peer.URL(), client.ServersPath, client.ServerCreateRequest{Server: &client.ServerCreate{
-		Name: name, FlavorRef: w.Flavor, ImageRef: w.Image}})
+	create := &client.ServerCreate{Name: name, FlavorRef: w.Flavor, ImageRef: w.Image}
+	var nets []history.NetRequest
+	if w.Nets != nil {
+		nets = w.Nets.next()
+		create.Networks = body(nets)
+	}
+	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FBoot, Node: peer.Name,
+		Value: history.OpValue{Name: name, Nets: nets}})
+	o := w.request(http.MethodPost, peer.URL(), client.ServersPath, client.ServerCreateRequest{Server: create})
 	v := history.OpValue{Name: name}
 	if o.Code == http.StatusAccepted {
 		var body client.ServerCreateResponse
@@ -71,6 +112,9 @@ func (w *Ops) bootOp(process int, peer *cluster.Agent, name string) history.Op {
 }
 
 func (w *Ops) delete(process int, peer *cluster.Agent, id, name string) string {
+	if !w.deleteSlot(time.Now()) {
+		return w.read(process, peer, id, name, history.Linearizable)
+	}
 	return w.deleteOp(process, peer, id, name).Type
 }
 
