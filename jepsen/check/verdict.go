@@ -41,6 +41,7 @@ type Verdict struct {
 	Availability AvailResult         `json:"availability"`
 	MassBoot     *MassResult         `json:"massboot,omitempty"`   // with -workload massboot
 	Actions      *ActionResult       `json:"actions,omitempty"`    // with -workload actions
+	Neutron      *NeutronResult      `json:"neutron,omitempty"`    // with -neutron
 	DataRaces    map[string][]string `json:"data_races,omitempty"` // agent → race detector reports
 	OpCounts     OpCounts            `json:"op_counts"`
 	Windows      []history.Window    `json:"windows"`
@@ -84,7 +85,8 @@ type Input struct {
 
 // All runs every checker: the linearizability, final-state, availability
 // and fault checkers on every run, the mass-boot or actions checker on
-// their workload's.
+// their workload's, the Neutron checker when the final state holds
+// Neutron's (-neutron).
 func All(in Input) Verdict {
 	ix := history.NewIndex(in.Ops)
 	run := in.Run
@@ -104,6 +106,11 @@ func All(in Input) Verdict {
 		a := Actions(ix, in.Effects, in.Final, in.Windows)
 		v.Actions = &a
 		v.Valid = v.Valid && a.Valid
+	}
+	if in.Final.Neutron != nil {
+		n := Neutron(ix, in.Final, in.Effects)
+		v.Neutron = &n
+		v.Valid = v.Valid && n.Valid
 	}
 	return v
 }
