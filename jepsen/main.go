@@ -66,6 +66,7 @@ type Config struct {
 	UserPorts      int
 	ReapGrace      time.Duration
 	BootEvery      time.Duration
+	MaxBusy        int
 	Workload       string
 	Waves          int
 	WaveSize       int
@@ -112,7 +113,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&c.NeutronEnv, "neutron-env", os.Getenv("NEUTRON_ENV"), "env file of scripts/neutron-up.sh (default $NEUTRON_ENV), for -neutron")
 	fs.IntVar(&c.UserPorts, "neutron-user-ports", 12, "-neutron: ports the user makes before the run; one boot in 4 is handed one ({\"port\": ID}) while they last")
 	fs.DurationVar(&c.ReapGrace, "neutron-reap-grace", 10*time.Second, "-neutron: the leader's reaper's grace for ports whose server is gone; the check waits it (plus 20s) for orphans to go (the agents get it once corral names its option)")
-	fs.DurationVar(&c.BootEvery, "neutron-boot-every", 5*time.Second, "-neutron: at most one boot this often (one asked for sooner is a list instead): every boot makes Neutron bind a port, which a loaded Neutron does slowly")
+	fs.DurationVar(&c.BootEvery, "neutron-boot-every", 5*time.Second, "-neutron: at most one boot this often and one delete four times as seldom (one asked for sooner is a list or show instead): every boot makes Neutron bind a port, which a loaded Neutron does slowly")
+	fs.IntVar(&c.MaxBusy, "neutron-max-busy", 3, "-neutron: no boot while the last linearizable list showed this many servers building or being deleted (counting the boots sent since); 0: no limit")
 	fs.StringVar(&c.Workload, "workload", history.WorkloadMixed, "mixed: clients boot, delete, show and list at random; massboot: waves of -wave-size simultaneous boots, then deletes of them all; actions: boots and deletes plus stop, start, reboot and rebuild, faults aimed at the owners of servers with an action just accepted")
 	fs.IntVar(&c.ActionClients, "action-clients", 6, "actions: clients sending server actions (beside -clients booting, deleting, showing and listing)")
 	fs.DurationVar(&c.DeployDelay, "deploy-delay", 200*time.Millisecond, "simulator: how long a deploy, rebuild or undeploy takes (actions: 3s)")

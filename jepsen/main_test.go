@@ -32,7 +32,7 @@ func TestMassBootFlags(t *testing.T) {
 func TestNeutronFlags(t *testing.T) {
 	c, err := parseFlags([]string{"-keystone", "-neutron", "-neutron-env", "/x/neutron.env"})
 	if err != nil || !c.Neutron || c.NeutronEnv != "/x/neutron.env" || c.UserPorts != 12 || c.ReapGrace != 10*time.Second ||
-		c.Clients != 4 || c.BootEvery != 5*time.Second || c.OpTimeout != 15*time.Second {
+		c.Clients != 4 || c.BootEvery != 5*time.Second || c.MaxBusy != 3 || c.OpTimeout != 15*time.Second {
 		t.Fatalf("-keystone -neutron: %v %+v", err, c)
 	}
 	if c, err := parseFlags([]string{"-keystone", "-neutron", "-clients", "10", "-op-timeout", "5s"}); err != nil || c.Clients != 10 || c.OpTimeout != 5*time.Second {

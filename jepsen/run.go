@@ -237,7 +237,8 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 	nem := &nemesis.Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
 		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf}
 	runWorkload, mb := r.workload(&workload.Ops{Cl: r.cl, API: sec.ClientAPI(api), Rec: rec, Timeout: r.cfg.OpTimeout,
-		Flavor: "jepsen", Image: r.cfg.Image, Nets: nets, BootEvery: bootEvery(nets, r.cfg.BootEvery)}, api, nem)
+		Flavor: "jepsen", Image: r.cfg.Image, Nets: nets, BootEvery: bootEvery(nets, r.cfg.BootEvery),
+		MaxBusy: maxBusy(nets, r.cfg.MaxBusy)}, api, nem)
 	wctx, wcancel := context.WithTimeout(ctx, r.cfg.Duration)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -368,6 +369,14 @@ func bootEvery(nets *workload.Networks, d time.Duration) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// maxBusy is -neutron-max-busy with Neutron, no limit without.
+func maxBusy(nets *workload.Networks, n int) int {
+	if nets == nil {
+		return 0
+	}
+	return n
 }
 
 // userPorts, with -neutron, makes the user's ports the boots are handed

@@ -196,3 +196,43 @@ func TestNeutronRunPortsAndReaperWait(t *testing.T) {
 		t.Fatalf("ports removed at the end: %s (never another client's)", rp)
 	}
 }
+
+// -neutron stops the run before the agents start when the network of the
+// env file is not there or not shared; a shared one is the boots'.
+func TestSecureNeutronChecksTheNetwork(t *testing.T) {
+	ks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Subject-Token", "admin-token")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"token": {"project": {"id": "p-admin"}}}`))
+	}))
+	defer ks.Close()
+	nets := map[string]bool{"shared-net": true, "private-net": false}
+	nt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.TrimPrefix(r.URL.Path, "/v2.0/networks/")
+		shared, ok := nets[id]
+		if r.Header.Get("X-Auth-Token") != "admin-token" || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"network": map[string]any{"id": id, "name": "net-" + id, "shared": shared}})
+	}))
+	defer nt.Close()
+	dir := t.TempDir()
+	for id, want := range map[string]string{"shared-net": "", "private-net": "not shared", "missing-net": "not found"} {
+		env := filepath.Join(dir, id+".env")
+		body := "NEUTRON_URL=" + nt.URL + "\nNEUTRON_PROVIDER_NETWORK=provider\nNEUTRON_PROVIDER_NETWORK_ID=" + id + "\n"
+		if err := os.WriteFile(env, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k := sampleKeystone()
+		k.AuthURL = ks.URL + "/v3"
+		sec := Security{Keystone: k}
+		err := sec.neutron(context.Background(), SecureOptions{Neutron: true, NeutronEnv: env, Logf: t.Logf})
+		switch {
+		case want == "" && (err != nil || sec.Neutron == nil || sec.Neutron.Network != "net-shared-net"):
+			t.Errorf("%s: err %v, neutron %+v", id, err, sec.Neutron)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || sec.Neutron != nil):
+			t.Errorf("%s: err %v, want one saying %q", id, err, want)
+		}
+	}
+}

@@ -126,14 +126,33 @@ func TestBootsAreSpaced(t *testing.T) {
 		t.Fatalf("slots %v", got)
 	}
 	got = nil
-	for _, d := range []time.Duration{0, 5 * time.Second, 10 * time.Second} {
+	for _, d := range []time.Duration{0, 10 * time.Second, 20 * time.Second} {
 		got = append(got, w.deleteSlot(t0.Add(d)))
 	}
 	if fmt.Sprint(got) != "[true false true]" {
-		t.Fatalf("delete slots %v, want one every 10s", got)
+		t.Fatalf("delete slots %v, want one every 20s", got)
 	}
 	none := &Ops{}
 	if !none.bootSlot(t0) || !none.bootSlot(t0) || !none.deleteSlot(t0) || !none.deleteSlot(t0) {
 		t.Fatal("without BootEvery every boot and delete is sent")
+	}
+}
+
+// With MaxBusy, no boot is sent while the last linearizable list showed
+// that many servers building or being deleted, counting the boots sent
+// since.
+func TestBootsWaitForBusyServers(t *testing.T) {
+	w := &Ops{MaxBusy: 2}
+	t0 := time.Date(2026, 12, 1, 17, 0, 0, 0, time.UTC)
+	if !w.bootSlot(t0) || !w.bootSlot(t0) || w.bootSlot(t0) {
+		t.Fatal("want two boots, then none until a list shows one done")
+	}
+	w.sawBusy([]history.ServerState{{ID: "a", Status: "ACTIVE"}, {ID: "b", Status: "BUILD"}, {ID: "c", Status: "ACTIVE", Task: "deleting"}})
+	if w.bootSlot(t0) {
+		t.Fatal("a boot sent while a server builds and one is deleted")
+	}
+	w.sawBusy([]history.ServerState{{ID: "a", Status: "ACTIVE"}, {ID: "b", Status: "BUILD"}})
+	if !w.bootSlot(t0) || w.bootSlot(t0) {
+		t.Fatal("want one boot beside the one building")
 	}
 }

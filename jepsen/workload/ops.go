@@ -26,17 +26,24 @@ type Ops struct {
 	Image   string
 	Nets    *Networks // -neutron: the networks of each boot; nil: none asked for
 	// BootEvery, when set, spaces the boots of the mixed and actions
-	// workloads, and their deletes twice as much (so that servers live
-	// long enough to be built): a boot asked for sooner after the last one
+	// workloads, and their deletes four times as much (so that servers
+	// live long enough to be built, even by a slow Neutron): a boot asked for sooner after the last one
 	// is a linearizable list instead, a delete a linearizable show
 	// (-neutron: each makes Neutron bind or delete ports, which a loaded
 	// Neutron does slowly).
 	BootEvery time.Duration
+	// MaxBusy, when set, holds boots back while the last linearizable
+	// list showed this many servers building or being deleted, counting
+	// the boots sent since (-neutron: each such server has Neutron
+	// requests in flight, and a loaded Neutron's binds slow down sharply
+	// when they overlap).
+	MaxBusy int
 
 	pool       pool
 	slotMu     sync.Mutex
 	lastBoot   time.Time
 	lastDelete time.Time
+	busy       int // servers in BUILD or deleting at the last linearizable list, plus boots sent since
 }
 
 func (w *Ops) request(method, base, path string, body any) client.Outcome {
@@ -66,12 +73,37 @@ func (w *Ops) boot(process int, peer *cluster.Agent, name string) string {
 	return w.bootOp(process, peer, name).Type
 }
 
-// bootSlot reports whether a boot may be sent at now (BootEvery), and
-// takes the slot.
-func (w *Ops) bootSlot(now time.Time) bool { return w.slot(&w.lastBoot, w.BootEvery, now) }
+// bootSlot reports whether a boot may be sent at now (BootEvery,
+// MaxBusy), and takes the slot.
+func (w *Ops) bootSlot(now time.Time) bool {
+	w.slotMu.Lock()
+	full := w.MaxBusy > 0 && w.busy >= w.MaxBusy
+	w.slotMu.Unlock()
+	if full || !w.slot(&w.lastBoot, w.BootEvery, now) {
+		return false
+	}
+	w.slotMu.Lock()
+	w.busy++
+	w.slotMu.Unlock()
+	return true
+}
 
-// deleteSlot is bootSlot for deletes (twice BootEvery).
-func (w *Ops) deleteSlot(now time.Time) bool { return w.slot(&w.lastDelete, 2*w.BootEvery, now) }
+// sawBusy records a linearizable list's servers that are building or
+// being deleted.
+func (w *Ops) sawBusy(servers []history.ServerState) {
+	n := 0
+	for _, s := range servers {
+		if s.Status == "BUILD" || s.Deleting() {
+			n++
+		}
+	}
+	w.slotMu.Lock()
+	w.busy = n
+	w.slotMu.Unlock()
+}
+
+// deleteSlot is bootSlot for deletes (four times BootEvery).
+func (w *Ops) deleteSlot(now time.Time) bool { return w.slot(&w.lastDelete, 4*w.BootEvery, now) }
 
 func (w *Ops) slot(last *time.Time, every time.Duration, now time.Time) bool {
 	if every <= 0 {
@@ -182,6 +214,9 @@ func (w *Ops) listOp(process int, peer *cluster.Agent, consistency string) histo
 			st := history.StateOf(s)
 			c.Value.Servers = append(c.Value.Servers, st)
 			w.pool.add(st.ID, st.Name)
+		}
+		if consistency == history.Linearizable {
+			w.sawBusy(c.Value.Servers)
 		}
 	default:
 		c.Type, c.Error = readFailure(o)
