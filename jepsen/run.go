@@ -435,17 +435,30 @@ func (r *runner) removePorts() {
 	if r.ntAdmin == nil || len(ids) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A Neutron still working through the agents' last requests may take
+	// minutes to answer: each delete gets a minute, and those that fail
+	// a second try.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	left := ids
 	var failed []string
-	for _, id := range ids {
-		if err := r.ntAdmin.DeletePort(ctx, id); err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", id, err))
+	for try := 0; try < 2 && len(left) > 0; try++ {
+		var again []string
+		failed = nil
+		for _, id := range left {
+			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+			err := r.ntAdmin.DeletePort(dctx, id)
+			dcancel()
+			if err != nil {
+				again = append(again, id)
+				failed = append(failed, fmt.Sprintf("%s: %v", id, err))
+			}
 		}
+		left = again
 	}
-	r.logf("removed %d of the run's %d Neutron ports", len(ids)-len(failed), len(ids))
+	r.logf("removed %d of the run's %d Neutron ports", len(ids)-len(left), len(ids))
 	if len(failed) > 0 {
-		r.logf("Neutron ports not removed: %s", strings.Join(failed, "; "))
+		r.logf("Neutron ports not removed (delete them as the admin): %s", strings.Join(failed, "; "))
 	}
 }
 
