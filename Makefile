@@ -116,7 +116,9 @@ bench-migrate:
 # every nemesis (key rotation included) for ~7 minutes over TLS with
 # encrypted gossip (CI runs it). Needs root for the partitions. JEPSEN_FLAGS
 # adds flags to either run, e.g. JEPSEN_FLAGS=-keystone with OPENSTACK_ENV
-# set to the env file of scripts/openstack-up.sh. The agents are race-built
+# set to the env file of scripts/openstack-up.sh, or JEPSEN_FLAGS="-keystone
+# -neutron" with NEUTRON_ENV too (scripts/neutron-up.sh: boots on Neutron's
+# ports, checked after the run; CI runs jepsen-quick so). The agents are race-built
 # when CORRAL_RACE=1 or CI=true. Exit 2 means a fault could not be injected
 # or healed: the run proves nothing. Results land in jepsen/results/<run>/.
 JEPSEN_FLAGS ?=
