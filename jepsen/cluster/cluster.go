@@ -34,7 +34,7 @@ type Cluster struct {
 	Keystone *Keystone // nil: static tokens only
 	Neutron  *Neutron  // nil: corral's own networks
 	// NeutronReapGrace is the reaper's grace the agents get with Neutron
-	// (once corral names its option: NeutronReapGraceOption).
+	// (NeutronReapGraceOption).
 	NeutronReapGrace time.Duration
 	mu               sync.Mutex
 	gossipKey        string // "": gossip in clear

@@ -26,11 +26,16 @@ type Neutron struct {
 }
 
 // NeutronReapGraceOption is the [neutron] option that sets how long the
-// leader's reaper leaves a port whose server is gone before deleting it.
-// corral has not named it yet: while it is empty the agents get no such
-// option (they keep corral's default grace) and the Neutron check still
-// waits -neutron-reap-grace plus NeutronReapSlack for orphans to go.
-const NeutronReapGraceOption = ""
+// leader's reaper leaves a port whose server is gone before deleting it
+// (at least a minute), and NeutronReapIntervalOption how often it looks.
+const (
+	NeutronReapGraceOption    = "port_reap_grace"
+	NeutronReapIntervalOption = "port_reap_interval"
+)
+
+// NeutronReapInterval is the agents' port_reap_interval in a run: the
+// reaper looks often, so that the check waits little beyond the grace.
+const NeutronReapInterval = 5 * time.Second
 
 // NeutronReapSlack is what the Neutron check waits beyond the reaper's
 // grace: the reaper runs at the leader's node syncs, and a port orphaned
@@ -111,14 +116,15 @@ func (nt *Neutron) User() *client.Neutron {
 
 // AgentSection is the agents' [neutron]: corral's service user of the
 // Keystone, the endpoint from its catalog (docs/neutron.md, "A corral
-// agent against it"), and the reaper's grace once corral names its option.
+// agent against it"), and the reaper's grace and interval.
 func (nt *Neutron) AgentSection(reapGrace time.Duration) [][2]string {
 	ks := nt.Keystone
 	kv := [][2]string{{"auth_type", "password"}, {"auth_url", ks.AuthURL}, {"username", ks.ServiceUser},
 		{"password", ks.ServicePassword}, {"project_name", ks.ServiceProject}, {"user_domain_name", "Default"},
 		{"project_domain_name", "Default"}, {"region_name", nt.Region}, {"valid_interfaces", "public"}}
-	if NeutronReapGraceOption != "" && reapGrace > 0 {
-		kv = append(kv, [2]string{NeutronReapGraceOption, reapGrace.String()})
+	if reapGrace > 0 {
+		kv = append(kv, [2]string{NeutronReapGraceOption, reapGrace.String()},
+			[2]string{NeutronReapIntervalOption, min(NeutronReapInterval, reapGrace).String()})
 	}
 	return kv
 }

@@ -34,8 +34,7 @@ type SecureOptions struct {
 	OpenStackEnv string // -openstack-env, for -keystone
 	Neutron      bool   // -neutron (needs Keystone)
 	NeutronEnv   string // -neutron-env, for -neutron
-	// NeutronReapGrace is the reaper's grace the agents get (once corral
-	// names the option, NeutronReapGraceOption).
+	// NeutronReapGrace is the reaper's grace the agents get (NeutronReapGraceOption).
 	NeutronReapGrace time.Duration
 	Logf             func(string, ...any)
 }

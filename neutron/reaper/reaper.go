@@ -45,7 +45,12 @@ const (
 	ActionDelete  = "delete"  // a port corral created
 	ActionRelease = "release" // a user's port, given back
 	ReasonDeleted = "server_deleted"
-	ReasonUnknown = "server_unknown" // purged, or never corral's
+	// ReasonUnrecorded: a port corral created for a live server that the
+	// server's record does not hold. A port create is not idempotent and
+	// Neutron may carry one out long after its owner gave up on it (and
+	// made another): the late port is the server's by its device, but no
+	// one uses it.
+	ReasonUnrecorded = "unrecorded"
 )
 
 // Config configures the reaper.
@@ -124,7 +129,7 @@ func New(c Cluster, nt Neutron, cfg Config) (*Reaper, error) {
 		seen: map[string]sighting{}, settled: map[string]bool{},
 		reaped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "corral_neutron_ports_reaped_total",
-			Help: "Neutron ports of servers that are gone the leader deleted (action delete: corral created them) or gave back (action release: the user's), by reason (server_deleted, server_unknown).",
+			Help: "Neutron ports of servers that are gone the leader deleted (action delete: corral created them) or gave back (action release: the user's), by reason (server_deleted; unrecorded: a port corral created for a live server that its record does not hold).",
 		}, []string{"action", "reason"}),
 		errs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_neutron_port_reap_errors_total",
@@ -198,25 +203,33 @@ func (r *Reaper) Pass(ctx context.Context) error {
 }
 
 // judgeMarked says whether a port corral created is orphaned: bound to a
-// compute device that is no live server of the state, with no create or
-// take-over intent of that server younger than the grace.
+// compute device that is a deleted server of the state, or a live
+// server's port that its record does not hold, with no create or
+// take-over intent of that server younger than the grace. A port whose
+// server the state does not know is left alone: it may be another
+// cluster's (servers are created before any of their ports, so this
+// cluster's never are unknown but once purged, after deleted_retention).
 func (r *Reaper) judgeMarked(store *fsm.Store, p neutron.PortState, now time.Time) (candidate, bool) {
 	if p.DeviceID == "" || !strings.HasPrefix(p.DeviceOwner, "compute:") {
 		return candidate{}, false // given back or taken by someone else: not a server's any more
 	}
 	srv, err := store.Server(p.DeviceID)
 	if err != nil {
-		return candidate{port: p, server: p.DeviceID, reason: ReasonUnknown, action: ActionDelete}, true
-	}
-	if srv.Live() {
 		return candidate{}, false
 	}
 	net := store.ServerNet(srv.ID)
 	if r.pending(net, now) {
 		return candidate{}, false
 	}
+	user := userPorts(srv, net)[p.ID]
+	if srv.Live() {
+		if _, recorded := net.Port(p.ID); recorded || user {
+			return candidate{}, false
+		}
+		return candidate{port: p, server: srv.ID, reason: ReasonUnrecorded, action: ActionDelete}, true
+	}
 	action := ActionDelete
-	if userPorts(srv, net)[p.ID] {
+	if user {
 		// The user's, described as corral's by the user: given back, never deleted.
 		action = ActionRelease
 	}
@@ -358,6 +371,9 @@ func (r *Reaper) act(ctx context.Context, c candidate, now time.Time) {
 	}
 	r.reaped.WithLabelValues(c.action, c.reason).Inc()
 	msg := "deleted a Neutron port corral created for a server that is gone"
+	if c.reason == ReasonUnrecorded {
+		msg = "deleted a Neutron port corral created for a live server that its record does not hold"
+	}
 	if c.action == ActionRelease {
 		msg = "gave back a user's Neutron port still bound to a deleted server"
 	}

@@ -19,29 +19,35 @@ const (
 	pending = "00000000-0000-4000-9000-00000000000d"
 )
 
-// The ports corral created whose server is deleted, or unknown to the
-// state (purged), are deleted once the leader has seen them so for the
-// grace, counted and logged with the port, the server and the reason;
-// the port of a live server, ports given back or taken by another kind of
-// device, and ports corral did not create are never touched.
+// The ports corral created whose server is deleted are deleted once the
+// leader has seen them so for the grace, and so is a port corral created
+// for a live server that the server's record does not hold (a create
+// Neutron carried out after its owner had given up on it and made
+// another), counted and logged with the port, the server and the reason;
+// the recorded port of a live server, ports given back or taken by
+// another kind of device, ports corral did not create, and the ports of a
+// server the cluster does not know (another cluster's, or purged) are
+// never touched.
 func TestReaperDeletesPortsOfServersThatAreGone(t *testing.T) {
 	e := newEnv(t)
-	e.c.boot(live)
+	e.c.boot(live, fsm.Network{UUID: "net-a"})
+	e.c.apply(&fsm.RecordServerPort{ID: live, Host: "h1", Epoch: 1, Port: fsm.ServerPort{ID: "p-live", NetworkID: "net-a"}})
 	e.c.boot(gone)
 	e.c.remove(gone, t0.Add(time.Minute))
 	e.nt.add("p-live", neutron.CreatedByCorral, live)
+	e.nt.add("p-late", neutron.CreatedByCorral, live)
 	e.nt.add("p-gone", neutron.CreatedByCorral, gone)
 	e.nt.add("p-purged", neutron.CreatedByCorral, purged)
 	e.nt.add("p-empty", neutron.CreatedByCorral, "")
 	e.nt.touch("p-empty", func(p *neutron.PortState) { p.DeviceOwner = "" })
-	e.nt.add("p-dhcp", neutron.CreatedByCorral, purged)
+	e.nt.add("p-dhcp", neutron.CreatedByCorral, gone)
 	e.nt.touch("p-dhcp", func(p *neutron.PortState) { p.DeviceOwner = "network:dhcp" })
-	e.nt.add("p-other", "", purged) // not corral's: never listed
+	e.nt.add("p-other", "", gone) // not corral's: never listed
 
 	e.pass(t) // first seen
 	e.clk.advance(grace - time.Second)
 	e.pass(t) // within the grace
-	for _, id := range []string{"p-gone", "p-purged"} {
+	for _, id := range []string{"p-gone", "p-late"} {
 		if _, ok := e.nt.port(id); !ok {
 			t.Fatalf("%s deleted within its grace", id)
 		}
@@ -51,12 +57,12 @@ func TestReaperDeletesPortsOfServersThatAreGone(t *testing.T) {
 	}
 	e.clk.advance(time.Second)
 	e.pass(t)
-	for _, id := range []string{"p-gone", "p-purged"} {
+	for _, id := range []string{"p-gone", "p-late"} {
 		if _, ok := e.nt.port(id); ok {
 			t.Errorf("%s outlived its grace", id)
 		}
 	}
-	for _, id := range []string{"p-live", "p-empty", "p-dhcp", "p-other"} {
+	for _, id := range []string{"p-live", "p-purged", "p-empty", "p-dhcp", "p-other"} {
 		if p, ok := e.nt.port(id); !ok || p.RevisionNumber > 2 {
 			t.Errorf("%s was touched: %+v %v", id, p, ok)
 		}
@@ -64,8 +70,8 @@ func TestReaperDeletesPortsOfServersThatAreGone(t *testing.T) {
 	if got := e.reaped(t, ActionDelete, ReasonDeleted); got != 1 {
 		t.Errorf("reaped{delete, server_deleted} = %v, want 1", got)
 	}
-	if got := e.reaped(t, ActionDelete, ReasonUnknown); got != 1 {
-		t.Errorf("reaped{delete, server_unknown} = %v, want 1", got)
+	if got := e.reaped(t, ActionDelete, ReasonUnrecorded); got != 1 {
+		t.Errorf("reaped{delete, unrecorded} = %v, want 1", got)
 	}
 	if got := e.metric(t, "corral_neutron_ports_orphaned", nil); got != 0 {
 		t.Errorf("corral_neutron_ports_orphaned = %v after the reap, want 0", got)
@@ -74,7 +80,7 @@ func TestReaperDeletesPortsOfServersThatAreGone(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("%d reap records, want 2: %v", len(recs), recs)
 	}
-	want := map[string]string{"p-gone": gone + " " + ReasonDeleted, "p-purged": purged + " " + ReasonUnknown}
+	want := map[string]string{"p-gone": gone + " " + ReasonDeleted, "p-late": live + " " + ReasonUnrecorded}
 	for _, rec := range recs {
 		if rec["level"] != "INFO" || want[fmt.Sprint(rec["port"])] != fmt.Sprint(rec["server"], " ", rec["reason"]) {
 			t.Errorf("reap record %v", rec)
@@ -82,7 +88,7 @@ func TestReaperDeletesPortsOfServersThatAreGone(t *testing.T) {
 	}
 	// Deletes were made at the revision seen.
 	calls := e.nt.log()
-	for _, c := range []string{"delete p-gone@1", "delete p-purged@1"} {
+	for _, c := range []string{"delete p-gone@1", "delete p-late@1"} {
 		if !slices.Contains(calls, c) {
 			t.Errorf("no %q in %q", c, calls)
 		}
@@ -141,7 +147,9 @@ func TestReaperGivesUsersPortsBack(t *testing.T) {
 // a peer that stops leading forgets what it saw.
 func TestReaperGraceRestarts(t *testing.T) {
 	e := newEnv(t)
-	e.nt.add("p", neutron.CreatedByCorral, purged)
+	e.c.boot(gone)
+	e.c.remove(gone, t0.Add(time.Minute))
+	e.nt.add("p", neutron.CreatedByCorral, gone)
 	e.pass(t)
 	e.clk.advance(grace / 2)
 	e.nt.touch("p", func(p *neutron.PortState) { p.Name = "renamed" })
@@ -169,7 +177,7 @@ func TestReaperGraceRestarts(t *testing.T) {
 	e.nt.mu.Lock()
 	stale := e.nt.ports["p"].RevisionNumber
 	e.nt.mu.Unlock()
-	e.r.seen["p"] = sighting{first: e.clk.now().Add(-grace), rev: stale, server: purged, action: ActionDelete}
+	e.r.seen["p"] = sighting{first: e.clk.now().Add(-grace), rev: stale, server: gone, action: ActionDelete}
 	changedBetween := &racingNeutron{fakeNeutron: e.nt, before: func() {
 		e.nt.touch("p", func(p *neutron.PortState) { p.DeviceID = live })
 	}}
@@ -179,7 +187,7 @@ func TestReaperGraceRestarts(t *testing.T) {
 	if p, ok := e.nt.port("p"); !ok || p.DeviceID != live {
 		t.Fatalf("a port changed between the pass and its delete was deleted: %+v %v", p, ok)
 	}
-	if got := e.reaped(t, ActionDelete, ReasonUnknown); got != 0 {
+	if got := e.reaped(t, ActionDelete, ReasonDeleted) + e.reaped(t, ActionDelete, ReasonUnrecorded); got != 0 {
 		t.Errorf("reaped = %v, want 0", got)
 	}
 	if _, armed := e.r.seen["p"]; armed {
@@ -198,44 +206,58 @@ func (r *racingNeutron) DeletePortAtRevision(ctx context.Context, id string, rev
 	return r.fakeNeutron.DeletePortAtRevision(ctx, id, rev)
 }
 
-// A deleted server's create intent the leader stamped less than a grace
-// ago keeps its port untouched even once the port was seen orphaned for
-// the grace (a leader whose clock is behind the one that stamped it); a
-// live server's ports are never touched, whatever its intents.
+// A create intent the leader stamped less than a grace ago keeps the
+// server's unrecorded ports untouched even once they were seen orphaned
+// for the grace (a leader whose clock is behind the one that stamped it),
+// for a deleted server as for a live one (its owner records the port it
+// made); a live server's recorded ports and the user's are never touched,
+// whatever its intents.
 func TestReaperLeavesPortsOfAPendingCreate(t *testing.T) {
 	e := newEnv(t)
 	now := e.clk.now()
 	e.c.boot(pending, fsm.Network{UUID: "net-a"})
 	e.c.apply(&fsm.SetPortIntent{Meta: fsm.Meta{At: now.Add(5 * time.Minute)}, ID: pending, Host: "h1", Epoch: 1,
 		Step: fsm.PortStepCreate, NetworkID: "net-a"})
-	e.c.boot(live, fsm.Network{UUID: "net-a"})
-	e.c.apply(&fsm.SetPortIntent{ID: live, Host: "h1", Epoch: 1, Step: fsm.PortStepCreate, NetworkID: "net-a"})
+	e.c.boot(live, fsm.Network{UUID: "net-a"}, fsm.Network{UUID: "net-b"}, fsm.Network{Port: "p-user"})
+	e.c.apply(&fsm.RecordServerPort{ID: live, Host: "h1", Epoch: 1, Port: fsm.ServerPort{ID: "p-live", NetworkID: "net-a"}})
+	e.c.apply(&fsm.SetPortIntent{Meta: fsm.Meta{At: now.Add(5 * time.Minute)}, ID: live, Host: "h1", Epoch: 1,
+		Step: fsm.PortStepCreate, NetworkID: "net-b"})
 	e.c.remove(pending, now.Add(5*time.Minute))
 	e.nt.add("p-pending", neutron.CreatedByCorral, pending)
 	e.nt.add("p-live", neutron.CreatedByCorral, live)
+	e.nt.add("p-making", neutron.CreatedByCorral, live)
+	e.nt.add("p-user", neutron.CreatedByCorral, live) // the user's, described as corral's
 	for range 3 {
 		e.pass(t)
 		e.clk.advance(grace / 2)
 	}
-	if _, ok := e.nt.port("p-pending"); !ok {
-		t.Fatal("the port of a create intent younger than the grace was deleted")
+	for _, id := range []string{"p-pending", "p-making"} {
+		if _, ok := e.nt.port(id); !ok {
+			t.Fatalf("%s, the port of a create intent younger than the grace, was deleted", id)
+		}
 	}
-	e.clk.advance(grace) // the intent is now a grace old: the port is armed, then reaped
+	e.clk.advance(grace) // the intents are now a grace old: the ports are armed, then reaped
 	e.pass(t)
 	e.clk.advance(grace)
 	e.pass(t)
-	if _, ok := e.nt.port("p-pending"); ok {
-		t.Error("the port of a deleted server's old create intent outlived its grace")
+	for _, id := range []string{"p-pending", "p-making"} {
+		if _, ok := e.nt.port(id); ok {
+			t.Errorf("%s, the unrecorded port of an old create intent, outlived its grace", id)
+		}
 	}
-	if _, ok := e.nt.port("p-live"); !ok {
-		t.Error("a live server's port was deleted")
+	for _, id := range []string{"p-live", "p-user"} {
+		if _, ok := e.nt.port(id); !ok {
+			t.Errorf("a live server's port %s was deleted", id)
+		}
 	}
 }
 
 // Only the leader reads Neutron; a failing Neutron is counted and retried.
 func TestReaperOnlyOnTheLeaderAndCountsFailures(t *testing.T) {
 	e := newEnv(t)
-	e.nt.add("p", neutron.CreatedByCorral, purged)
+	e.c.boot(gone)
+	e.c.remove(gone, t0.Add(time.Minute))
+	e.nt.add("p", neutron.CreatedByCorral, gone)
 	e.c.leader.Store(false)
 	e.pass(t)
 	if calls := e.nt.log(); len(calls) != 0 {
