@@ -112,6 +112,7 @@ func sampleCommands() []Command {
 		&RecordServerPort{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Port: ServerPort{ID: "p1", NetworkID: "net-1",
 			NetworkName: "provider", MAC: "fa:16:3e:00:00:01", FixedIPs: []PortIP{{Address: "192.0.2.5", Version: 4}}, User: true}},
 		&ForgetServerPort{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, PortID: "p1"},
+		&StopAfterRebuild{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, RequestedAt: t0},
 		&EnableFeature{Meta: m, Name: FeatureServerGroups},
 		&CreateServerGroup{Meta: m, Group: ServerGroup{ID: "g1", Name: "web", Policy: "anti-affinity", ProjectID: "p1",
 			UserID: "u1", MaxServerPerHost: 2}},
