@@ -129,6 +129,9 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/servers/:id/tags/:tag", n.GetServerTag, projectReaders, nil},
 		{put, nova + "/servers/:id/tags/:tag", n.AddServerTag, projectMembers, nil},
 		{del, nova + "/servers/:id/tags/:tag", n.DeleteServerTag, projectMembers, nil},
+		{get, nova + "/servers/:id/os-server-password", n.ShowServerPassword, projectReaders, nil},
+		{del, nova + "/servers/:id/os-server-password", n.ClearServerPassword, projectMembers, nil},
+		{get, nova + "/servers/:id/diagnostics", n.ServerDiagnostics, projectReaders, nil},
 		{get, nova + "/servers/:id/ips", n.ListServerIPs, projectReaders, nil},
 		{get, nova + "/servers/:id/ips/:network", n.GetServerIPs, projectReaders, nil},
 		// Server actions, carried out by the owner host.

@@ -254,6 +254,8 @@ func (w *viewWalk) servers(broken string) {
 		}
 		w.e.propose(&fsm.FinishServerAction{ID: adoptedID, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionRebuild})
 	}
+	w.call(http.MethodGet, "/servers/"+adoptedID+"/os-server-password", "", "servers/show_password")
+	w.call(http.MethodDelete, "/servers/"+adoptedID+"/os-server-password", "", "servers/server_actions_delete_password")
 	for _, action := range []string{`{"unlock": null}`, `{"lock": null}`} {
 		w.call(http.MethodPost, "/servers/"+adoptedID+"/action", action, "servers/server_actions_common_schema")
 	}

@@ -49,6 +49,8 @@ FILES = {
             "create_server_with_admin_pass": "v2_1.servers",
             "delete_server": "v2_1.servers",
             "server_actions_common_schema": "v2_1.servers",
+            "show_password": "v2_1.servers",
+            "server_actions_delete_password": "v2_1.servers",
         },
     },
     "server_groups": {
