@@ -185,6 +185,18 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/os-hosts/:host/shutdown", n.OSHostPowerAction, admins, nil},
 		{get, nova + "/os-hosts/:host/reboot", n.OSHostPowerAction, admins, nil},
 
+		// Nova's image proxy to Glance (to 2.35; metadata to 2.38).
+		{get, nova + "/images", n.ListImages(false), projectReaders, nil},
+		{get, nova + "/images/detail", n.ListImages(true), projectReaders, nil},
+		{get, nova + "/images/:id", n.ShowImage, projectReaders, nil},
+		{del, nova + "/images/:id", n.DeleteImage, projectMembers, nil},
+		{get, nova + "/images/:id/metadata", n.ListImageMetadata, projectReaders, nil},
+		{post, nova + "/images/:id/metadata", n.SetImageMetadata(false), projectMembers, nil},
+		{put, nova + "/images/:id/metadata", n.SetImageMetadata(true), projectMembers, nil},
+		{get, nova + "/images/:id/metadata/:key", n.GetImageMetadataItem, projectReaders, nil},
+		{put, nova + "/images/:id/metadata/:key", n.SetImageMetadataItem, projectMembers, nil},
+		{del, nova + "/images/:id/metadata/:key", n.DeleteImageMetadataItem, projectMembers, nil},
+
 		// Extensions (the v2.1 list, of what corral implements) and usage.
 		{get, nova + "/extensions", n.ListExtensions, projectReaders, nil},
 		{get, nova + "/extensions/:alias", n.GetExtension, projectReaders, nil},

@@ -178,6 +178,8 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 	noPass := httptest.NewServer(srv.Handler())
 	t.Cleanup(noPass.Close)
 
+	ie := newImagesEnv(t)
+
 	versions := boundaryVersions(t)
 	t.Logf("walking %d microversions: %v", len(versions), versions)
 	for _, v := range versions {
@@ -195,6 +197,7 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 		w.usages()
 		w.serverGroups()
 		w.instanceActions(broken)
+		w.images(ie)
 	}
 	checkVersionDocuments(t, e, schemas)
 	for name := range schemas.ranges {

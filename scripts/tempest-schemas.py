@@ -125,6 +125,17 @@ FILES = {
             "list_availability_zone_list_detail": "v2_1.availability_zone",
         },
     },
+    "images": {
+        # Nova's image proxy (to 2.35) and image metadata (to 2.38).
+        "fixed": {
+            "get_image": "v2_1.images",
+            "list_images": "v2_1.images",
+            "list_images_details": "v2_1.images",
+            "delete": "v2_1.images",
+            "image_metadata": "v2_1.images",
+            "image_meta_item": "v2_1.images",
+        },
+    },
     "versions": {
         "fixed": {
             "list_versions": "v2_1.versions",
