@@ -106,12 +106,12 @@ func TestImagesProxyList(t *testing.T) {
 	}
 
 	for q, want := range map[string][]string{
-		"name=web":       {e.mine},
-		"status=ACTIVE":  {e.public, e.mine},
-		"type=snapshot":  {e.snap},
-		"server=" + url.QueryEscape("http://nova/v2.1/servers/"+snapServer): {e.snap},
+		"name=web":      {e.mine},
+		"status=ACTIVE": {e.public, e.mine},
+		"type=snapshot": {e.snap},
+		"server=" + url.QueryEscape("http://nova/v2.1/servers/"+snapServer):                      {e.snap},
 		"changes-since=" + url.QueryEscape(imagesEpoch.Add(90*time.Minute).Format(time.RFC3339)): {e.mine},
-		"limit=0": {e.public, e.snap, e.mine},
+		"limit=0":                         {e.public, e.snap, e.mine},
 		"marker=" + e.public + "&limit=1": {e.snap},
 	} {
 		if got := imageIDs(t, e.get(t, memberA, "/images?"+q, "2.1")); strings.Join(got, " ") != strings.Join(want, " ") {
