@@ -143,6 +143,12 @@ func TestImagesProxyList(t *testing.T) {
 			t.Errorf("GET %s at 2.36: %s, want 404", p, r)
 		}
 	}
+	// A token Glance refuses: Glance's 401 is the caller's 403.
+	e.ks.issue("glance-does-not-know-me", "cid", "demo-c", "member", "reader")
+	r = e.get(t, "glance-does-not-know-me", "/images", "2.1")
+	if _, msg := errorMessage(t, r); r.code != http.StatusForbidden || !strings.Contains(msg, "401 Unauthorized") {
+		t.Errorf("a token Glance refuses: %s, want 403 with Glance's answer", r)
+	}
 	// A caller with a static token reads as corral's Glance user.
 	if got := imageIDs(t, e.get(t, adminToken, "/images", "2.1")); len(got) != 4 {
 		t.Errorf("the static admin lists %v", got)

@@ -329,8 +329,11 @@ func (h *Handlers) ListImages(detail bool) echo.HandlerFunc {
 				return c.JSON(http.StatusOK, h.imageList(c, docs, base, detail, limit))
 			}
 		}
-		if errors.Is(err, glance.ErrInvalid) {
-			return core.BadRequest("%v", err)
+		switch {
+		case errors.Is(err, glance.ErrInvalid):
+			return core.BadRequest("%v", err) // Nova's Invalid: a filter or marker Glance refuses
+		case errors.Is(err, glance.ErrUnauthorized):
+			return fmt.Errorf("%w: %v", core.ErrForbidden, err)
 		}
 		return imageError(err, "", "Image not found.")
 	}
