@@ -39,6 +39,9 @@ func (m *Manager) act(ctx context.Context, h *Handle, s fsm.Server) error {
 	if err != nil && !errors.As(err, &pe) {
 		return err // a failed intent or a fenced error stops the worker; others are retried from the log and the backend
 	}
+	if pe == nil && s.Action.Kind == fsm.ActionRebuild && s.Status == fsm.StatusShutoff && h.Known(fsm.CmdStopAfterRebuild) {
+		return m.stopAfterRebuild(ctx, h, s)
+	}
 	fin := &fsm.FinishServerAction{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: s.Action.Kind, RequestedAt: s.Action.RequestedAt}
 	if pe != nil {
 		fin.Fault = &fsm.Fault{Code: 500, Message: pe.Msg}
@@ -51,4 +54,23 @@ func (m *Manager) act(ctx context.Context, h *Handle, s fsm.Server) error {
 	m.m.actions.WithLabelValues(s.Action.Kind, map[bool]string{true: "error", false: "done"}[pe != nil]).Inc()
 	m.log.Info("server action done", "server", s.ID, "action", s.Action.Kind, "failed", pe != nil)
 	return nil
+}
+
+// stopAfterRebuild ends the rebuild of a stopped server as Nova's compute
+// manager does: the redeploy done, the server is ACTIVE and powering-off
+// (fsm.StopAfterRebuild), and the driver powers it off like a stop.
+// Retried, the rebuild finds its redeploy taken and only commits this
+// again.
+func (m *Manager) stopAfterRebuild(ctx context.Context, h *Handle, s fsm.Server) error {
+	err := h.Commit(ctx, &fsm.StopAfterRebuild{ID: s.ID, Host: s.Host, Epoch: s.Epoch, RequestedAt: s.Action.RequestedAt})
+	if err != nil {
+		return err
+	}
+	m.m.actions.WithLabelValues(s.Action.Kind, "done").Inc()
+	m.log.Info("server rebuilt; stopping it again, as it was stopped", "server", s.ID)
+	cur, err := h.Reread(s, false)
+	if err != nil {
+		return err
+	}
+	return m.act(ctx, h, cur)
 }

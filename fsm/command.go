@@ -70,6 +70,8 @@ const (
 	CmdSetPortIntent    CommandType = 56
 	CmdRecordServerPort CommandType = 57
 	CmdForgetServerPort CommandType = 58
+	// 61: a rebuild of a stopped server ends stopped (rebuild_stopped.go).
+	CmdStopAfterRebuild CommandType = 61
 	// 63: the external events of Nova's os-server-external-events
 	// (external_events.go).
 	CmdRecordExternalEvents CommandType = 63

@@ -112,6 +112,7 @@ func sampleCommands() []Command {
 		&RecordServerPort{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, Port: ServerPort{ID: "p1", NetworkID: "net-1",
 			NetworkName: "provider", MAC: "fa:16:3e:00:00:01", FixedIPs: []PortIP{{Address: "192.0.2.5", Version: 4}}, User: true}},
 		&ForgetServerPort{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, PortID: "p1"},
+		&StopAfterRebuild{Meta: m, ID: "s1", Host: "node-1", Epoch: 1, RequestedAt: t0},
 		&RecordExternalEvents{Meta: m, Events: []ExternalEvent{{Server: "s1", Name: ExternalVIFPlugged, Status: ExternalCompleted, Tag: "p1"},
 			{Server: "s2", Name: ExternalNetworkChanged, Status: ExternalFailed}}},
 		&EnableFeature{Meta: m, Name: FeatureServerGroups},

@@ -54,6 +54,9 @@ func (st *state) count(s Server) {
 	if needsFormat4(&s) {
 		st.format4++
 	}
+	if needsFormat5(&s) {
+		st.format5++
+	}
 }
 
 func (st *state) uncount(s Server) {
@@ -68,6 +71,9 @@ func (st *state) uncount(s Server) {
 	st.usage.countServer(&s, -1)
 	if needsFormat4(&s) {
 		st.format4--
+	}
+	if needsFormat5(&s) {
+		st.format5--
 	}
 }
 

@@ -30,10 +30,13 @@ import (
 // server fields of Nova's API (fsm/server_fields.go: reservation id and
 // launch index, description, access addresses, tags, a rebuild's
 // preserve_ephemeral), written on the same terms: only while a server
-// holds one of them. This peer reads all four versions.
+// holds one of them. Version 5 has the bodies of version 4; it is written
+// while a server's action is one older peers do not know (the power-off
+// after the rebuild of a stopped server, rebuild_stopped.go). This peer
+// reads all five versions.
 const (
 	SnapshotMagic   = "CORRALSN"
-	SnapshotVersion = snapshotVersionFields
+	SnapshotVersion = snapshotVersionRebuildStop
 
 	// snapshotVersionJSON is the first format: JSON bodies only.
 	snapshotVersionJSON = 1
@@ -43,6 +46,8 @@ const (
 	snapshotVersionIntents = 3
 	// snapshotVersionFields adds the server fields of Nova's API.
 	snapshotVersionFields = 4
+	// snapshotVersionRebuildStop adds the action ActionRebuildStop.
+	snapshotVersionRebuildStop = 5
 
 	// SnapshotVersionBase is the format written while nothing in the
 	// state needs SnapshotVersion's additions (see above).

@@ -60,6 +60,9 @@ type state struct {
 	// (server_fields.go; index, kept the same way): while it is zero,
 	// snapshots are written in format 3 or 2.
 	format4 int
+	// format5 counts the servers that hold what format 4 cannot carry
+	// (rebuild_stopped.go; kept the same way).
+	format5 int
 
 	// frozen, set only in a snapshot copy (clone), holds the framed
 	// records of the binary record types as they were encoded under the
@@ -148,6 +151,8 @@ func (st *state) clone() *state {
 // all of it.
 func (st *state) snapshotVersion() uint16 {
 	switch {
+	case st.format5 > 0:
+		return snapshotVersionRebuildStop
 	case st.format4 > 0:
 		return snapshotVersionFields
 	case st.format3 > 0:

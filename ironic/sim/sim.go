@@ -54,6 +54,11 @@ type Options struct {
 	// which is the default.
 	RequireImageSource bool
 
+	// DeployPowersOn ends a deploy or rebuild with the node powered on, as Ironic's agent
+	// and direct deploy interfaces boot the instance. The default is the fake deploy
+	// interface's: the power stays as it was.
+	DeployPowersOn bool
+
 	// SideEffectLimit is how many accepted side effects SideEffects keeps, the oldest dropped
 	// first (0: DefaultSideEffectLimit; negative: none are kept).
 	SideEffectLimit int
