@@ -43,6 +43,11 @@ func (l *leader) ReadIndex(_ context.Context, verify bool) (uint64, error) {
 // counts the TCP connections the server accepts.
 func serve(t *testing.T, l forward.Leader) (addr string, conns *atomic.Int32) {
 	t.Helper()
+	return serveTB(t, l)
+}
+
+func serveTB(t testing.TB, l forward.Leader) (addr string, conns *atomic.Int32) {
+	t.Helper()
 	conns = new(atomic.Int32)
 	h := forward.NewHandler(l, paths)
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,11 @@ type rpcServer struct {
 
 func serveRPC(t *testing.T, l forward.Leader) *rpcServer {
 	t.Helper()
+	return serveRPCTB(t, l)
+}
+
+func serveRPCTB(t testing.TB, l forward.Leader) *rpcServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +116,16 @@ func TestRPCApplyAndReadIndex(t *testing.T) {
 	if err != nil || idx != 42 || !l.verify {
 		t.Fatalf("read index: %d, %v (verify %v)", idx, err, l.verify)
 	}
+	// A command larger than a frame's window arrives whole.
+	big := make([]byte, 300<<10)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	if _, err := c.Apply(ctx, s.addr, big); err != nil || !bytes.Equal(l.got, big) {
+		t.Fatalf("a command of %d bytes: %v, the leader got %d bytes", len(big), err, len(l.got))
+	}
 	if n := c.dials.Load(); n != 1 {
-		t.Errorf("six calls dialed %d times, want one session", n)
+		t.Errorf("seven calls dialed %d times, want one session", n)
 	}
 }
 
@@ -294,5 +307,84 @@ func TestRPCRefusesOversizedCommands(t *testing.T) {
 	}
 	if l.applies.Load() != 0 {
 		t.Fatal("the leader applied an oversized command")
+	}
+}
+
+// BenchmarkForwardTransports puts the two transports of forwarding side
+// by side on loopback: writes of 200 bytes from 64 goroutines to a leader
+// that answers at once, so that only the transport is measured.
+func BenchmarkForwardTransports(b *testing.B) {
+	cmd := bytes.Repeat([]byte("x"), 200)
+	run := func(b *testing.B, apply func(ctx context.Context) (uint64, error)) {
+		b.ReportAllocs()
+		b.SetParallelism(32) // × GOMAXPROCS goroutines
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := context.Background()
+			for pb.Next() {
+				if _, err := apply(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.Run("http", func(b *testing.B) {
+		addr, _ := serveTB(b, fixed(1))
+		c := forward.NewClient("peer", nil, paths)
+		run(b, func(ctx context.Context) (uint64, error) { return c.Apply(ctx, addr, cmd) })
+	})
+	b.Run("rpc", func(b *testing.B) {
+		s := serveRPCTB(b, fixed(1))
+		c := forward.NewRPCClient(func(ctx context.Context, addr string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}, forward.RPCClientOptions{Logger: slog.New(slog.DiscardHandler)})
+		defer c.Close()
+		run(b, func(ctx context.Context) (uint64, error) { return c.Apply(ctx, s.addr, cmd) })
+	})
+}
+
+// fixed is a leader that answers every request with its index.
+type fixed uint64
+
+func (f fixed) ApplyForwarded(context.Context, []byte) (uint64, error) { return uint64(f), nil }
+func (f fixed) ReadIndex(context.Context, bool) (uint64, error)        { return uint64(f), nil }
+
+// countingConn counts the writes on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A request leaves in one write (one packet), its frame's header and body
+// together, where yamux alone writes them apart.
+func TestRPCRequestIsOneWrite(t *testing.T) {
+	s := serveRPC(t, &leader{idx: 1})
+	var writes atomic.Int32
+	c := forward.NewRPCClient(func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		return countingConn{Conn: conn, writes: &writes}, err
+	}, forward.RPCClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	defer c.Close()
+	ctx := ctxT(t, 10*time.Second)
+	if _, err := c.Apply(ctx, s.addr, []byte("cmd")); err != nil { // opens the stream
+		t.Fatal(err)
+	}
+	const n = 50
+	before := writes.Load()
+	for range n {
+		if _, err := c.Apply(ctx, s.addr, []byte("cmd")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := writes.Load() - before; got > n+2 { // a window update or a keep-alive may go too
+		t.Fatalf("%d requests took %d writes", n, got)
 	}
 }

@@ -199,7 +199,7 @@ func (c *RPCClient) open(s *session) {
 	defer cancel()
 	conn, err := c.dial(ctx, s.addr)
 	if err == nil {
-		s.mux, err = yamux.Client(conn, muxConfig(c.log))
+		s.mux, err = yamux.Client(&frameConn{Conn: conn}, muxConfig(c.log))
 		if err != nil {
 			_ = conn.Close()
 		}
