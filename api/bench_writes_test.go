@@ -119,6 +119,8 @@ func startBenchCluster(tb testing.TB, noRPC bool) *benchCluster {
 	tb.Helper()
 	h := clustertest.Start(tb, 3, clustertest.Options{Logger: slog.New(slog.DiscardHandler), Network: true,
 		Tweak: func(cfg *cluster.Config) {
+			cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = benchRaft.HeartbeatTimeout, benchRaft.ElectionTimeout
+			cfg.Raft.LeaderLeaseTimeout, cfg.Raft.CommitTimeout = benchRaft.LeaderLeaseTimeout, benchRaft.CommitTimeout
 			cfg.PeerPaths = api.PeerPaths()
 			cfg.NoForwardRPC = noRPC
 		}})
@@ -235,8 +237,14 @@ func (s countSnap) Persist(sink raft.SnapshotSink) error {
 
 func (countSnap) Release() {}
 
-// startRawRaft starts three raft peers with the timings of corral's
-// in-process cluster and waits for a leader.
+// benchRaft are the raft timings of both kinds of peers: clustertest's,
+// with a heartbeat timeout of a second, so that three clusters and 64
+// clients on a loaded machine do not make a leader step down mid-round.
+var benchRaft = cluster.RaftTimings{HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+	LeaderLeaseTimeout: time.Second, CommitTimeout: 5 * time.Millisecond}
+
+// startRawRaft starts three raft peers with benchRaft's timings and waits
+// for a leader.
 func startRawRaft(tb testing.TB) *rawRaft {
 	tb.Helper()
 	entry, err := fsm.Encode(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
@@ -265,8 +273,8 @@ func startRawRaft(tb testing.TB) *rawRaft {
 		}
 		rc := raft.DefaultConfig()
 		rc.LocalID = servers[i].ID
-		rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
-		rc.LeaderLeaseTimeout, rc.CommitTimeout = 300*time.Millisecond, 5*time.Millisecond
+		rc.HeartbeatTimeout, rc.ElectionTimeout = benchRaft.HeartbeatTimeout, benchRaft.ElectionTimeout
+		rc.LeaderLeaseTimeout, rc.CommitTimeout = benchRaft.LeaderLeaseTimeout, benchRaft.CommitTimeout
 		rc.LogOutput = io.Discard
 		rc.BatchApplyCh = true                     // as corral's peers run it
 		cached, err := raft.NewLogCache(512, bolt) // as corral's peers keep recent entries
