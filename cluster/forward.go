@@ -10,8 +10,10 @@ import (
 )
 
 // Forwarder carries a follower's writes and read-index requests to the
-// leader whose API listens at leaderAPI. forward.Client is the one used in
-// production; tests may inject an in-memory one.
+// leader whose API listens at leaderAPI, when the leader does not serve
+// forwarding's RPC (a peer of an older version). forward.Client (HTTP) is
+// the one used in production; tests may inject an in-memory one, which
+// then carries every forward (Config.Forwarder).
 type Forwarder interface {
 	Apply(ctx context.Context, leaderAPI string, data []byte) (uint64, error)
 	ReadIndex(ctx context.Context, leaderAPI string, verify bool) (uint64, error)
