@@ -21,7 +21,7 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/ironic/driver"
+	"github.com/corral-dev/corral/neutron/serverports"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -159,7 +159,7 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			var nt driver.Neutron // nil without [neutron]: a nil *neutron.Client would not be
+			var nt serverports.Neutron // nil without [neutron]: a nil *neutron.Client would not be
 			if nc != nil {
 				nt = nc
 			}

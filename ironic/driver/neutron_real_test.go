@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/neutron/serverports"
 )
 
 // realNeutronEnv reads NEUTRON_ENV (scripts/neutron-up.sh) and
@@ -129,8 +130,8 @@ func TestRealNeutronPortsOfABoot(t *testing.T) {
 	}
 	var made neutron.Port
 	for _, p := range ps {
-		if p.DeviceOwner != driver.DeviceOwner || p.VNICType != neutron.VNICBaremetal || p.HostID != s.NodeUUID || p.ProjectID != alice {
-			t.Errorf("port %+v: want %s, baremetal, host %s, project %s", p, driver.DeviceOwner, s.NodeUUID, alice)
+		if p.DeviceOwner != serverports.DeviceOwner || p.VNICType != neutron.VNICBaremetal || p.HostID != s.NodeUUID || p.ProjectID != alice {
+			t.Errorf("port %+v: want %s, baremetal, host %s, project %s", p, serverports.DeviceOwner, s.NodeUUID, alice)
 		}
 		if p.ID != hers.ID {
 			made = p

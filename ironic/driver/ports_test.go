@@ -15,188 +15,16 @@ import (
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/neutron/neutrontest"
+	"github.com/corral-dev/corral/neutron/serverports"
 	"github.com/corral-dev/corral/testkit"
 )
-
-// fakeNeutron keeps networks and ports in memory, as Neutron answers
-// corral's service user.
-type fakeNeutron struct {
-	mu       sync.Mutex
-	networks map[string]neutron.Network
-	ports    map[string]neutron.Port
-	next     int
-	creates  int
-	// onList, when set, runs once, on the first listing by device;
-	// onCreate once, at the first create, before the port is made.
-	onList, onCreate func()
-	once, onceCreate sync.Once
-	networkCalls     chan struct{} // one value per Network call, when not nil
-	// lateBy, when set, makes the first create (the one onCreate runs
-	// at) fail and its port appear that much later.
-	lateBy time.Duration
-}
-
-func newFakeNeutron(nets ...neutron.Network) *fakeNeutron {
-	f := &fakeNeutron{networks: map[string]neutron.Network{}, ports: map[string]neutron.Port{}}
-	for _, n := range nets {
-		f.networks[n.ID] = n
-	}
-	return f
-}
-
-func (f *fakeNeutron) Network(_ context.Context, id string) (neutron.Network, error) {
-	if f.networkCalls != nil {
-		f.networkCalls <- struct{}{}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n, ok := f.networks[id]
-	if !ok {
-		return n, fmt.Errorf("%w: network %s", neutron.ErrNotFound, id)
-	}
-	return n, nil
-}
-
-// add creates a port as Neutron would, with an address and a MAC.
-func (f *fakeNeutron) add(p neutron.PortCreate) neutron.Port {
-	f.next++
-	port := neutron.Port{ID: uuid.NewString(), NetworkID: p.NetworkID, ProjectID: p.ProjectID, DeviceID: p.DeviceID,
-		DeviceOwner: p.DeviceOwner, VNICType: p.VNICType, HostID: p.HostID, Status: "DOWN",
-		MACAddress: fmt.Sprintf("fa:16:3e:00:00:%02x", f.next),
-		FixedIPs:   []neutron.FixedIP{{SubnetID: "sub-" + p.NetworkID, IPAddress: fmt.Sprintf("192.0.2.%d", 10+f.next)}}}
-	f.ports[port.ID] = port
-	return port
-}
-
-func (f *fakeNeutron) Port(_ context.Context, id string) (neutron.Port, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.ports[id]
-	if !ok {
-		return p, fmt.Errorf("%w: port %s", neutron.ErrNotFound, id)
-	}
-	return p, nil
-}
-
-// setMAC changes a port's MAC, as Ironic's VIF attach does.
-func (f *fakeNeutron) setMAC(id, mac string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p, ok := f.ports[id]; ok {
-		p.MACAddress = mac
-		f.ports[id] = p
-	}
-}
-
-func (f *fakeNeutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.Port, error) {
-	late := false
-	if f.onCreate != nil {
-		f.onceCreate.Do(func() { f.onCreate(); late = f.lateBy > 0 })
-	}
-	if late {
-		// The request reached Neutron, the answer is lost, and Neutron
-		// makes the port a while later.
-		time.AfterFunc(f.lateBy, func() {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.creates++
-			f.add(p)
-		})
-		return neutron.Port{}, fmt.Errorf("%w: no answer", neutron.ErrUnavailable)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.networks[p.NetworkID]; !ok {
-		return neutron.Port{}, fmt.Errorf("%w: network %s", neutron.ErrNotFound, p.NetworkID)
-	}
-	f.creates++
-	return f.add(p), nil
-}
-
-func (f *fakeNeutron) Ports(_ context.Context, fl neutron.PortFilter) ([]neutron.Port, error) {
-	if fl.DeviceID != "" && f.onList != nil {
-		f.once.Do(f.onList)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []neutron.Port
-	for _, p := range f.ports {
-		if fl.DeviceID == "" || p.DeviceID == fl.DeviceID {
-			out = append(out, p)
-		}
-	}
-	slices.SortFunc(out, func(a, b neutron.Port) int { return compareStrings(a.ID, b.ID) })
-	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (f *fakeNeutron) UpdatePort(_ context.Context, id string, u neutron.PortUpdate) (neutron.Port, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.ports[id]
-	if !ok {
-		return p, fmt.Errorf("%w: port %s", neutron.ErrNotFound, id)
-	}
-	if u.DeviceID != nil {
-		p.DeviceID = *u.DeviceID
-	}
-	if u.DeviceOwner != nil {
-		p.DeviceOwner = *u.DeviceOwner
-	}
-	if u.HostID != nil {
-		p.HostID = *u.HostID
-	}
-	if u.VNICType != "" {
-		p.VNICType = u.VNICType
-	}
-	f.ports[id] = p
-	return p, nil
-}
-
-func (f *fakeNeutron) UnbindPort(ctx context.Context, id string) (neutron.Port, error) {
-	empty := ""
-	return f.UpdatePort(ctx, id, neutron.PortUpdate{DeviceID: &empty, DeviceOwner: &empty, HostID: &empty})
-}
-
-func (f *fakeNeutron) DeletePort(_ context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.ports, id)
-	return nil
-}
-
-func (f *fakeNeutron) port(id string) (neutron.Port, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.ports[id]
-	return p, ok
-}
-
-func (f *fakeNeutron) ofDevice(id string) []neutron.Port {
-	ps, _ := f.Ports(context.Background(), neutron.PortFilter{DeviceID: id})
-	return ps
-}
-
-func (f *fakeNeutron) created() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.creates
-}
 
 // nicMACs plays Ironic's part in Neutron on a VIF attach: the port gets
 // the MAC of the node's NIC (52:54:00:aa:00:NN, one per attach).
 type nicMACs struct {
 	driver.Ironic
-	nt *fakeNeutron
+	nt *neutrontest.Neutron
 	mu sync.Mutex
 	n  int
 }
@@ -209,16 +37,15 @@ func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
 	m.n++
 	mac := fmt.Sprintf("52:54:00:aa:00:%02x", m.n)
 	m.mu.Unlock()
-	m.nt.setMAC(vif, mac)
-	return nil
+	return m.nt.SetMAC(vif, mac)
 }
 
-func neutronWorld(t *testing.T, peers int, nt *fakeNeutron) *world {
+func neutronWorld(t *testing.T, peers int, nt *neutrontest.Neutron) *world {
 	t.Helper()
 	return neutronWorldCfg(t, peers, nt, compute.Config{})
 }
 
-func neutronWorldCfg(t *testing.T, peers int, nt *fakeNeutron, ccfg compute.Config) *world {
+func neutronWorldCfg(t *testing.T, peers int, nt *neutrontest.Neutron, ccfg compute.Config) *world {
 	t.Helper()
 	wrap := func(inner driver.Ironic) driver.Ironic { return &nicMACs{Ironic: inner, nt: nt} }
 	w := newWorldCfg(t, peers, sim.Options{}, wrap, driver.Config{Reservation: driver.ReserveAuto,
@@ -242,8 +69,8 @@ func provider() neutron.Network {
 // (the NIC's); the delete detaches them, deletes the port it
 // created and gives the user's back.
 func TestNeutronPortsOfABootAndItsDelete(t *testing.T) {
-	nt := newFakeNeutron(provider())
-	mine := nt.add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1"})
+	nt := neutrontest.New(provider())
+	mine := nt.Add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1"})
 	w := neutronWorld(t, 1, nt)
 	id := uuid.NewString()
 	nets := []fsm.Network{{UUID: netA}, {Port: mine.ID}}
@@ -251,14 +78,14 @@ func TestNeutronPortsOfABootAndItsDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := w.waitStatus(id, fsm.StatusActive)
-	ports := nt.ofDevice(id)
-	if len(ports) != 2 || nt.created() != 1 {
-		t.Fatalf("ports of the server %+v (%d created), want the created one and the user's", ports, nt.created())
+	ports := nt.OfDevice(id)
+	if len(ports) != 2 || nt.Created() != 1 {
+		t.Fatalf("ports of the server %+v (%d created), want the created one and the user's", ports, nt.Created())
 	}
 	var made neutron.Port
 	for _, p := range ports {
-		if p.DeviceOwner != driver.DeviceOwner || p.VNICType != neutron.VNICBaremetal || p.HostID != s.NodeUUID {
-			t.Errorf("port %+v: want owner %s, vnic baremetal, host %s", p, driver.DeviceOwner, s.NodeUUID)
+		if p.DeviceOwner != serverports.DeviceOwner || p.VNICType != neutron.VNICBaremetal || p.HostID != s.NodeUUID {
+			t.Errorf("port %+v: want owner %s, vnic baremetal, host %s", p, serverports.DeviceOwner, s.NodeUUID)
 		}
 		if p.ID != mine.ID {
 			made = p
@@ -288,10 +115,10 @@ func TestNeutronPortsOfABootAndItsDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitStatus(id, fsm.StatusDeleted)
-	if _, ok := nt.port(made.ID); ok {
+	if _, ok := nt.Get(made.ID); ok {
 		t.Error("the port corral created outlives the server")
 	}
-	kept, ok := nt.port(mine.ID)
+	kept, ok := nt.Get(mine.ID)
 	if !ok || kept.DeviceID != "" || kept.DeviceOwner != "" || kept.HostID != "" {
 		t.Errorf("the user's port %+v (%v), want kept and unbound", kept, ok)
 	}
@@ -306,16 +133,16 @@ func TestNeutronPortsOfABootAndItsDelete(t *testing.T) {
 // A port an earlier attempt created but did not live to record is found
 // by its device (the server) and used: no second port.
 func TestNeutronPortOfAnEarlierAttemptIsResumed(t *testing.T) {
-	nt := newFakeNeutron(provider())
+	nt := neutrontest.New(provider())
 	w := neutronWorld(t, 1, nt)
 	id := uuid.NewString()
-	earlier := nt.add(neutron.PortCreate{NetworkID: netA, DeviceID: id, DeviceOwner: driver.DeviceOwner})
+	earlier := nt.Add(neutron.PortCreate{NetworkID: netA, DeviceID: id, DeviceOwner: serverports.DeviceOwner})
 	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: []fsm.Network{{UUID: netA}}}); err != nil {
 		t.Fatal(err)
 	}
 	w.waitStatus(id, fsm.StatusActive)
-	if ps := nt.ofDevice(id); len(ps) != 1 || ps[0].ID != earlier.ID || nt.created() != 0 {
-		t.Fatalf("ports %+v, %d created; want only the earlier one", ps, nt.created())
+	if ps := nt.OfDevice(id); len(ps) != 1 || ps[0].ID != earlier.ID || nt.Created() != 0 {
+		t.Fatalf("ports %+v, %d created; want only the earlier one", ps, nt.Created())
 	}
 	if rec := w.leader().Node.Store().ServerNet(id); len(rec.Ports) != 1 || rec.Ports[0].ID != earlier.ID {
 		t.Fatalf("recorded %+v", rec.Ports)
@@ -329,11 +156,11 @@ func TestNeutronPortOfAnEarlierAttemptIsResumed(t *testing.T) {
 // the intent and stops without creating it; the new owner creates the
 // one port the server gets.
 func TestNeutronPortIntentRefusedAfterFailover(t *testing.T) {
-	nt := newFakeNeutron(provider())
+	nt := neutrontest.New(provider())
 	w := neutronWorld(t, 2, nt)
 	id := uuid.NewString()
 	moved := make(chan string, 1)
-	nt.onList = func() {
+	nt.OnList = func() {
 		// What happens while the owner is between its listing and its
 		// intent: the server moves to the other host.
 		to, err := w.moveServer(id)
@@ -355,9 +182,9 @@ func TestNeutronPortIntentRefusedAfterFailover(t *testing.T) {
 	if s.Host != to {
 		t.Fatalf("server owned by %s, want %s", s.Host, to)
 	}
-	ps := nt.ofDevice(id)
-	if len(ps) != 1 || nt.created() != 1 {
-		t.Fatalf("ports %+v, %d created; want exactly one", ps, nt.created())
+	ps := nt.OfDevice(id)
+	if len(ps) != 1 || nt.Created() != 1 {
+		t.Fatalf("ports %+v, %d created; want exactly one", ps, nt.Created())
 	}
 	if rec := w.leader().Node.Store().ServerNet(id); len(rec.Ports) != 1 || rec.Ports[0].ID != ps[0].ID ||
 		rec.Intent == nil || rec.Intent.Host != to {
@@ -369,8 +196,8 @@ func TestNeutronPortIntentRefusedAfterFailover(t *testing.T) {
 // checked it is not taken over: the build ends in ERROR with Nova's
 // reason, and the port stays as it is.
 func TestNeutronUserPortInUseEndsTheBuild(t *testing.T) {
-	nt := newFakeNeutron(provider())
-	taken := nt.add(neutron.PortCreate{NetworkID: netA, DeviceID: "another-server", DeviceOwner: "compute:nova"})
+	nt := neutrontest.New(provider())
+	taken := nt.Add(neutron.PortCreate{NetworkID: netA, DeviceID: "another-server", DeviceOwner: "compute:nova"})
 	w := neutronWorld(t, 1, nt)
 	id := uuid.NewString()
 	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: []fsm.Network{{Port: taken.ID}}}); err != nil {
@@ -380,7 +207,7 @@ func TestNeutronUserPortInUseEndsTheBuild(t *testing.T) {
 	if s.Fault == nil || s.Fault.Message != "Port "+taken.ID+" is still in use." {
 		t.Fatalf("fault %+v, want Nova's port in use", s.Fault)
 	}
-	if p, _ := nt.port(taken.ID); p.DeviceID != "another-server" || p.HostID != "" {
+	if p, _ := nt.Get(taken.ID); p.DeviceID != "another-server" || p.HostID != "" {
 		t.Fatalf("the port was changed: %+v", p)
 	}
 	if v := w.sim.Nodes()[0].VIFs; len(v) != 0 {
@@ -409,22 +236,22 @@ func (w *world) moveServer(id string) (string, error) {
 // end before it lists the server's ports, finds the port the create made
 // and uses it: one port, not two.
 func TestNeutronPendingCreateIsAwaitedAfterFailover(t *testing.T) {
-	nt := newFakeNeutron(provider())
-	nt.networkCalls = make(chan struct{}, 16)
+	nt := neutrontest.New(provider())
+	nt.NetworkCalls = make(chan struct{}, 16)
 	w := neutronWorldCfg(t, 2, nt, compute.Config{IntentLease: 300 * time.Millisecond})
 	id := uuid.NewString()
 	moved := make(chan string, 1)
-	nt.onCreate = func() {
+	nt.OnCreate = func() {
 		// The create is in flight while the server moves; Neutron makes
 		// the port only once the new owner has started on the server.
-		<-nt.networkCalls // the first owner's
+		<-nt.NetworkCalls // the first owner's
 		to, err := w.moveServer(id)
 		if err != nil {
 			t.Error(err)
 		}
 		moved <- to
 		select {
-		case <-nt.networkCalls: // the new owner's, just before it would list
+		case <-nt.NetworkCalls: // the new owner's, just before it would list
 		case <-time.After(20 * time.Second):
 			t.Error("the new owner never started on the server")
 		}
@@ -439,9 +266,9 @@ func TestNeutronPendingCreateIsAwaitedAfterFailover(t *testing.T) {
 		t.Fatal("the owner never created the port")
 	}
 	s := w.waitStatus(id, fsm.StatusActive)
-	ps := nt.ofDevice(id)
-	if s.Host != to || len(ps) != 1 || nt.created() != 1 {
-		t.Fatalf("server on %s (want %s), ports %+v, %d created; want the one port of the first create", s.Host, to, ps, nt.created())
+	ps := nt.OfDevice(id)
+	if s.Host != to || len(ps) != 1 || nt.Created() != 1 {
+		t.Fatalf("server on %s (want %s), ports %+v, %d created; want the one port of the first create", s.Host, to, ps, nt.Created())
 	}
 	if rec := w.leader().Node.Store().ServerNet(id); len(rec.Ports) != 1 || rec.Ports[0].ID != ps[0].ID {
 		t.Fatalf("recorded %+v, want %s", rec.Ports, ps[0].ID)
@@ -453,11 +280,11 @@ func TestNeutronPendingCreateIsAwaitedAfterFailover(t *testing.T) {
 // the pending create's lease to end before it lists the server's ports.
 func TestNeutronDeleteAwaitsAPendingCreate(t *testing.T) {
 	const lease = time.Second
-	nt := newFakeNeutron(provider())
-	nt.lateBy = 1300 * time.Millisecond // after any retry, before the lease's end and margin
+	nt := neutrontest.New(provider())
+	nt.LateBy = 1300 * time.Millisecond // after any retry, before the lease's end and margin
 	w := neutronWorldCfg(t, 1, nt, compute.Config{IntentLease: lease})
 	id := uuid.NewString()
-	nt.onCreate = func() {
+	nt.OnCreate = func() {
 		if err := w.propose(&fsm.DeleteServer{ID: id}); err != nil {
 			t.Error(err)
 		}
@@ -467,12 +294,12 @@ func TestNeutronDeleteAwaitsAPendingCreate(t *testing.T) {
 	}
 	w.waitStatus(id, fsm.StatusDeleted)
 	testkit.Eventually(t, 10*time.Second, func() error {
-		if n := nt.created(); n != 1 {
+		if n := nt.Created(); n != 1 {
 			return fmt.Errorf("%d ports created, want the late one", n)
 		}
 		return nil
 	})
-	if ps := nt.ofDevice(id); len(ps) != 0 {
+	if ps := nt.OfDevice(id); len(ps) != 0 {
 		t.Fatalf("ports of the deleted server: %+v", ps)
 	}
 }
