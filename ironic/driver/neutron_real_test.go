@@ -137,6 +137,12 @@ func TestRealNeutronPortsOfABoot(t *testing.T) {
 			made = p
 		}
 	}
+	if made.Description != neutron.CreatedByCorral {
+		t.Errorf("the port corral made has description %q, want %q", made.Description, neutron.CreatedByCorral)
+	}
+	if p, err := nc.Port(ctx, hers.ID); err != nil || p.Description != "" {
+		t.Errorf("alice's port's description %q (%v), want hers (none)", p.Description, err)
+	}
 	rec := w.leader().Node.Store().ServerNet(id)
 	if len(rec.Ports) != 2 || rec.Ports[0].ID != made.ID || rec.Ports[1].ID != hers.ID || !rec.Ports[1].User {
 		t.Fatalf("recorded %+v", rec.Ports)

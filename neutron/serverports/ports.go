@@ -248,6 +248,9 @@ func (p *Ports) Ensure(ctx context.Context, h *compute.Handle, s fsm.Server, hos
 // idempotent, so whoever resumes after a pending create intent waits for
 // the lease to end (AwaitSettled) and then finds the port by its device.
 // The port is created without a host (the quick create); Attach binds it.
+// It carries corral's mark (description neutron.CreatedByCorral) from its
+// create on, so a port whose create's answer was lost is still known as
+// corral's by the leader's reaper.
 func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, want fsm.Network) (neutron.Port, error) {
 	lease := h.StartLease()
 	p.markLease(s, lease)
@@ -260,7 +263,7 @@ func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, wan
 	lctx, cancel := lease.Context(ctx)
 	defer cancel()
 	port, err := p.nt.CreatePort(lctx, neutron.PortCreate{NetworkID: want.UUID, ProjectID: s.ProjectID,
-		DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic})
+		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic})
 	if err != nil {
 		return port, portError(err, "creating a port on network "+want.UUID)
 	}

@@ -150,7 +150,7 @@ const (
 // intent. The delete deletes the created port and gives the user's back.
 func TestPortsOfABuildAndItsDelete(t *testing.T) {
 	nt := neutrontest.New(neutron.Network{ID: netA, Name: "tenant", Shared: true})
-	hers := nt.Add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1"})
+	hers := nt.Add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1", Description: "my port"})
 	c := newLocal(t)
 	run(t, c, nt)
 	c.must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", ProjectID: "p1",
@@ -171,6 +171,14 @@ func TestPortsOfABuildAndItsDelete(t *testing.T) {
 	}
 	if made.ProjectID != "p1" || made.NetworkID != netA {
 		t.Errorf("created port %+v, want project p1 on %s", made, netA)
+	}
+	// corral's mark is on the port it made, from its create on; hers
+	// keeps her description (a reaper of corral's ports never takes it).
+	if made.Description != neutron.CreatedByCorral {
+		t.Errorf("created port's description %q, want %q", made.Description, neutron.CreatedByCorral)
+	}
+	if p, _ := nt.Get(hers.ID); p.Description != "my port" {
+		t.Errorf("her port's description %q, want hers", p.Description)
 	}
 	rec := c.store.ServerNet(serverID)
 	want := []fsm.ServerPort{
