@@ -104,6 +104,10 @@ func TestNetworksForProject(t *testing.T) {
 	if nets[2].NetworkType != "flat" || nets[2].PhysicalNetwork != "physnet1" {
 		t.Errorf("provider attributes %+v", nets[2])
 	}
+	shared, err := mustNew(t, f.opts()).NetworksFor(context.Background(), "")
+	if err != nil || len(shared) != 2 || shared[0].ID != "n-shared" && shared[1].ID != "n-shared" {
+		t.Errorf("networks of no project %+v, %v; want the shared ones", shared, err)
+	}
 	if (Network{ProjectID: "proj-b"}).VisibleTo("proj-a") || (Network{}).VisibleTo("") {
 		t.Error("another project's network is visible")
 	}

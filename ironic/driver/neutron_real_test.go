@@ -22,6 +22,7 @@ import (
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/neutron"
 	"github.com/corral-dev/corral/neutron/serverports"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // realNeutronEnv reads NEUTRON_ENV (scripts/neutron-up.sh) and
@@ -166,5 +167,104 @@ func TestRealNeutronPortsOfABoot(t *testing.T) {
 	}
 	if ps, err := nc.Ports(ctx, neutron.PortFilter{DeviceID: id}); err != nil || len(ps) != 0 {
 		t.Errorf("ports of the deleted server: %+v, %v", ps, err)
+	}
+}
+
+// waitStatusWithin is waitStatus with a longer wait: the shared real
+// Neutron answers slowly while other work binds ports on it.
+func (w *world) waitStatusWithin(id string, want fsm.ServerStatus, d time.Duration) fsm.Server {
+	w.t.Helper()
+	var s fsm.Server
+	testkit.Eventually(w.t, d, func() error {
+		var err error
+		if s, err = w.leader().Node.Store().Server(id); err != nil {
+			return err
+		}
+		if s.Status != want || s.TaskState != "" {
+			return fmt.Errorf("server %s is %s/%s, want %s", id, s.Status, s.TaskState, want)
+		}
+		return nil
+	})
+	return s
+}
+
+// realWorld is a one-peer world with n simulated nodes whose driver gives
+// servers ports on the real Neutron, and that Neutron's client.
+func realWorld(t *testing.T, env map[string]string, nodes int, wrap func(driver.Ironic) driver.Ironic) (*world, *neutron.Client) {
+	t.Helper()
+	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env["OS_AUTH_URL"],
+		Username: env["CORRAL_SERVICE_USERNAME"], Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"],
+		RegionName: env["NEUTRON_REGION"], ValidInterfaces: "public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorldCfg(t, 1, sim.Options{}, wrap, driver.Config{Reservation: driver.ReserveAuto, DeployTimeout: 20 * time.Second,
+		Neutron: nc}, compute.Config{})
+	w.sim.SeedNodes(nodes, "baremetal-gold")
+	w.waitMirror(nodes)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	return w, nc
+}
+
+// cleanupPortsOf deletes, when the test ends, whatever port Neutron still
+// lists with one of ids as its device, but keep.
+func cleanupPortsOf(t *testing.T, nc *neutron.Client, keep string, ids ...string) {
+	t.Cleanup(func() {
+		for _, id := range ids {
+			if ps, err := nc.Ports(context.Background(), neutron.PortFilter{DeviceID: id}); err == nil {
+				for _, p := range ps {
+					if p.ID != keep {
+						_ = nc.DeletePort(context.Background(), p.ID)
+					}
+				}
+			}
+		}
+	})
+}
+
+// Against the real Neutron: a fixed address is the port's; one outside
+// the network's subnets and one already taken end their builds in ERROR
+// with Nova's faults, and leave no port.
+func TestRealNeutronFixedIP(t *testing.T) {
+	env := realNeutronEnv(t)
+	w, nc := realWorld(t, env, 3, nil)
+	ctx := context.Background()
+	provNet, cidr := env["NEUTRON_PROVIDER_NETWORK_ID"], netip.MustParsePrefix(env["NEUTRON_PROVIDER_CIDR"])
+	var free string
+	for i := 150 + time.Now().Nanosecond()%90; free == ""; i++ {
+		a := cidr.Addr().As4()
+		ip := netip.AddrFrom4([4]byte{a[0], a[1], a[2], byte(i)}).String()
+		if ps, err := nc.Ports(ctx, neutron.PortFilter{NetworkID: provNet, FixedIP: ip}); err == nil && len(ps) == 0 {
+			free = ip
+		}
+	}
+	ids := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
+	cleanupPortsOf(t, nc, "", ids...)
+	if err := w.propose(&fsm.CreateServer{ID: ids[0], Name: "fixed", FlavorID: "gold", ImageRef: "img",
+		Networks: []fsm.Network{{UUID: provNet, FixedIP: free}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatusWithin(ids[0], fsm.StatusActive, 2*time.Minute)
+	if ps, err := nc.Ports(ctx, neutron.PortFilter{DeviceID: ids[0]}); err != nil || len(ps) != 1 || len(ps[0].FixedIPs) != 1 ||
+		ps[0].FixedIPs[0].IPAddress != free {
+		t.Fatalf("ports of the server %+v, %v; want one with %s", ps, err, free)
+	}
+	for i, ip := range map[int]string{1: "10.9.9.9", 2: free} {
+		if err := w.propose(&fsm.CreateServer{ID: ids[i], Name: "fixed", FlavorID: "gold", ImageRef: "img",
+			Networks: []fsm.Network{{UUID: provNet, FixedIP: ip}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range map[int]string{
+		1: "Build of instance " + ids[1] + " aborted: Invalid input received: Fixed IP 10.9.9.9 is not a valid ip address for network " + provNet + ".",
+		2: "Fixed IP " + free + " is already in use.",
+	} {
+		s := w.waitStatusWithin(ids[i], fsm.StatusError, 2*time.Minute)
+		if s.Fault == nil || s.Fault.Message != want {
+			t.Errorf("fault %+v, want %q", s.Fault, want)
+		}
+		if ps, err := nc.Ports(ctx, neutron.PortFilter{DeviceID: ids[i]}); err != nil || len(ps) != 0 {
+			t.Errorf("ports of the failed build: %+v, %v", ps, err)
+		}
 	}
 }

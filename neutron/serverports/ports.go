@@ -262,12 +262,24 @@ func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, wan
 	}
 	lctx, cancel := lease.Context(ctx)
 	defer cancel()
-	port, err := p.nt.CreatePort(lctx, neutron.PortCreate{NetworkID: want.UUID, ProjectID: s.ProjectID,
-		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic})
-	if err != nil {
-		return port, portError(err, "creating a port on network "+want.UUID)
+	pc := neutron.PortCreate{NetworkID: want.UUID, ProjectID: s.ProjectID,
+		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic}
+	if want.FixedIP != "" {
+		pc.FixedIPs = []neutron.FixedIP{{IPAddress: want.FixedIP}}
 	}
-	return port, nil
+	port, err := p.nt.CreatePort(lctx, pc)
+	switch t := neutron.ErrorType(err); {
+	case err == nil:
+		return port, nil
+	case want.FixedIP != "" && t == "InvalidIpForNetwork":
+		// Nova's _create_port_minimal: InvalidInput, which aborts the build.
+		return port, compute.Permanent("Build of instance %s aborted: Invalid input received: Fixed IP %s is not a valid ip address for network %s.",
+			s.ID, want.FixedIP, want.UUID)
+	case want.FixedIP != "" && (t == "IpAddressAlreadyAllocated" || t == "IpAddressInUse"):
+		// Nova's FixedIpAlreadyInUse: taken since the API checked it.
+		return port, compute.Permanent("Fixed IP %s is already in use.", want.FixedIP)
+	}
+	return port, portError(err, "creating a port on network "+want.UUID)
 }
 
 // leaseMark is the lease of this host's last create intent for a server.

@@ -250,3 +250,36 @@ func TestRefusedIntentCreatesNothing(t *testing.T) {
 		t.Fatalf("server %s, want still BUILD", s.Status)
 	}
 }
+
+// A network asked for with a fixed address gets a port with that
+// address. One outside the network's subnets ends the build in ERROR
+// with the fault Nova's build gives (its InvalidInput, the build
+// aborted), one another port took since the API checked it with Nova's
+// "Fixed IP ... is already in use.".
+func TestFixedIPOfABuild(t *testing.T) {
+	nt := neutrontest.New(neutron.Network{ID: netA, Name: "tenant", Shared: true})
+	taken := nt.Add(neutron.PortCreate{NetworkID: netA, FixedIPs: []neutron.FixedIP{{IPAddress: "192.0.2.78"}}})
+	c := newLocal(t)
+	run(t, c, nt)
+	ids := []string{"10000000-0000-4000-9000-000000000011", "10000000-0000-4000-9000-000000000012", "10000000-0000-4000-9000-000000000013"}
+	for i, ip := range []string{"192.0.2.77", "10.9.9.9", taken.FixedIPs[0].IPAddress} {
+		c.must(t, &fsm.CreateServer{ID: ids[i], Name: "vm", FlavorID: "f1", ImageRef: "img", Host: "h1",
+			Networks: []fsm.Network{{UUID: netA, FixedIP: ip}}})
+	}
+	waitStatus(t, c, ids[0], fsm.StatusActive)
+	if ps := nt.OfDevice(ids[0]); len(ps) != 1 || len(ps[0].FixedIPs) != 1 || ps[0].FixedIPs[0].IPAddress != "192.0.2.77" {
+		t.Fatalf("ports %+v, want one with 192.0.2.77", ps)
+	}
+	if rec := c.store.ServerNet(ids[0]); len(rec.Ports) != 1 || rec.Ports[0].FixedIPs[0].Address != "192.0.2.77" {
+		t.Fatalf("recorded %+v", rec.Ports)
+	}
+	for i, want := range map[int]string{
+		1: "Build of instance " + ids[1] + " aborted: Invalid input received: Fixed IP 10.9.9.9 is not a valid ip address for network " + netA + ".",
+		2: "Fixed IP 192.0.2.78 is already in use.",
+	} {
+		s := waitStatus(t, c, ids[i], fsm.StatusError)
+		if s.Fault == nil || s.Fault.Message != want {
+			t.Errorf("fault %+v, want %q", s.Fault, want)
+		}
+	}
+}
