@@ -268,3 +268,53 @@ func TestRealNeutronFixedIP(t *testing.T) {
 		}
 	}
 }
+
+// Against the real Neutron (Ironic simulated, playing its part in Neutron:
+// the NIC's MAC put on a port at its VIF attach, left there by a detach,
+// as on a node that is not active): alice's port, given back after a
+// server on a node, has a new MAC, so the next server on that node and
+// network gets its port with the NIC's MAC instead of Neutron's 409.
+func TestRealNeutronUserPortGivenBackWithANewMAC(t *testing.T) {
+	env := realNeutronEnv(t)
+	var nc *neutron.Client
+	wrap := withNICs(func(ctx context.Context, port, mac string) error {
+		_, err := nc.UpdatePort(ctx, port, neutron.PortUpdate{MACAddress: &mac})
+		return err
+	})
+	w, c := realWorld(t, env, 1, wrap)
+	nc = c
+	ctx := context.Background()
+	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
+	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	hers, err := nc.CreatePort(ctx, neutron.PortCreate{NetworkID: provNet, ProjectID: alice, Name: "alice-" + t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.DeletePort(context.Background(), hers.ID) })
+	first, next := uuid.NewString(), uuid.NewString()
+	cleanupPortsOf(t, nc, hers.ID, first, next)
+	if err := w.propose(&fsm.CreateServer{ID: first, Name: "first", FlavorID: "gold", ImageRef: "img", ProjectID: alice,
+		Networks: []fsm.Network{{Port: hers.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatusWithin(first, fsm.StatusActive, 2*time.Minute)
+	const nic = "52:54:00:aa:00:01"
+	if p, err := nc.Port(ctx, hers.ID); err != nil || p.MACAddress != nic {
+		t.Fatalf("her port %+v (%v), want the NIC's MAC %s", p, err, nic)
+	}
+	if err := w.propose(&fsm.DeleteServer{ID: first}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatusWithin(first, fsm.StatusDeleted, 2*time.Minute)
+	if p, err := nc.Port(ctx, hers.ID); err != nil || p.DeviceID != "" || p.MACAddress == nic || !strings.HasPrefix(p.MACAddress, "fa:16:3e:") {
+		t.Fatalf("her port given back %+v (%v): want unbound, with a MAC of Neutron's", p, err)
+	}
+	if err := w.propose(&fsm.CreateServer{ID: next, Name: "next", FlavorID: "gold", ImageRef: "img", ProjectID: alice,
+		Networks: []fsm.Network{{UUID: provNet}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatusWithin(next, fsm.StatusActive, 2*time.Minute)
+	if ps, err := nc.Ports(ctx, neutron.PortFilter{DeviceID: next}); err != nil || len(ps) != 1 || ps[0].MACAddress != nic {
+		t.Fatalf("ports of the next server %+v (%v), want one with the NIC's MAC", ps, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/neutron"
@@ -21,23 +22,83 @@ import (
 )
 
 // nicMACs plays Ironic's part in Neutron on a VIF attach: the port gets
-// the MAC of the node's NIC (52:54:00:aa:00:NN, one per attach).
+// the MAC of the node's first NIC that carries no other VIF
+// (52:54:00:aa:NN:SS, NN the node's number, SS the NIC's), and when
+// Neutron refuses it the attach fails as Ironic's does (its 500), the VIF
+// not attached. A detach leaves the port's MAC alone, as Ironic does on a
+// node that is not active.
 type nicMACs struct {
 	driver.Ironic
-	nt *neutrontest.Neutron
-	mu sync.Mutex
-	n  int
+	nics   *nicTable
+	setMAC func(ctx context.Context, port, mac string) error
+}
+
+// nicTable numbers the nodes as the peers' drivers first attach to them,
+// and keeps which VIF each NIC carries (the simulator, as Ironic's noop
+// network interface, lists none).
+type nicTable struct {
+	mu    sync.Mutex
+	nodes map[string]int
+	vifs  map[string][]string // node → VIF on NIC i ("" when free)
+}
+
+// plug puts vif on node's first free NIC and returns the NIC's MAC.
+func (t *nicTable) plug(node, vif string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.nodes == nil {
+		t.nodes, t.vifs = map[string]int{}, map[string][]string{}
+	}
+	n, ok := t.nodes[node]
+	if !ok {
+		n = len(t.nodes)
+		t.nodes[node] = n
+	}
+	i := slices.Index(t.vifs[node], vif)
+	if i < 0 {
+		if i = slices.Index(t.vifs[node], ""); i >= 0 {
+			t.vifs[node][i] = vif
+		} else {
+			t.vifs[node] = append(t.vifs[node], vif)
+			i = len(t.vifs[node]) - 1
+		}
+	}
+	return fmt.Sprintf("52:54:00:aa:%02x:%02x", n, i+1)
+}
+
+func (t *nicTable) unplug(node, vif string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i := slices.Index(t.vifs[node], vif); i >= 0 {
+		t.vifs[node][i] = ""
+	}
 }
 
 func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
 	if err := m.Ironic.AttachVIF(ctx, node, vif); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.n++
-	mac := fmt.Sprintf("52:54:00:aa:00:%02x", m.n)
-	m.mu.Unlock()
-	return m.nt.SetMAC(vif, mac)
+	mac := m.nics.plug(node, vif)
+	if err := m.setMAC(ctx, vif, mac); err != nil {
+		_ = m.DetachVIF(ctx, node, vif)
+		return fmt.Errorf("%w: Unable to attach VIF %s because Ironic can not update Neutron port %s MAC address to match physical MAC address %s: %w",
+			ironic.ErrUnavailable, vif, vif, mac, err)
+	}
+	return nil
+}
+
+func (m *nicMACs) DetachVIF(ctx context.Context, node, vif string) error {
+	if err := m.Ironic.DetachVIF(ctx, node, vif); err != nil {
+		return err
+	}
+	m.nics.unplug(node, vif)
+	return nil
+}
+
+// withNICs wraps the peers' Ironic in nicMACs over one table.
+func withNICs(setMAC func(ctx context.Context, port, mac string) error) func(driver.Ironic) driver.Ironic {
+	nics := &nicTable{}
+	return func(inner driver.Ironic) driver.Ironic { return &nicMACs{Ironic: inner, nics: nics, setMAC: setMAC} }
 }
 
 func neutronWorld(t *testing.T, peers int, nt *neutrontest.Neutron) *world {
@@ -47,7 +108,7 @@ func neutronWorld(t *testing.T, peers int, nt *neutrontest.Neutron) *world {
 
 func neutronWorldCfg(t *testing.T, peers int, nt *neutrontest.Neutron, ccfg compute.Config) *world {
 	t.Helper()
-	wrap := func(inner driver.Ironic) driver.Ironic { return &nicMACs{Ironic: inner, nt: nt} }
+	wrap := withNICs(func(_ context.Context, port, mac string) error { return nt.SetMAC(port, mac) })
 	w := newWorldCfg(t, peers, sim.Options{}, wrap, driver.Config{Reservation: driver.ReserveAuto,
 		DeployTimeout: 20 * time.Second, Neutron: nt}, ccfg)
 	w.sim.SeedNodes(1, "baremetal-gold")
@@ -301,5 +362,40 @@ func TestNeutronDeleteAwaitsAPendingCreate(t *testing.T) {
 	})
 	if ps := nt.OfDevice(id); len(ps) != 0 {
 		t.Fatalf("ports of the deleted server: %+v", ps)
+	}
+}
+
+// A user's port given back after a VIF detach that left the NIC's MAC on
+// it (Ironic on a node that is not active) gets a new MAC of Neutron's
+// when corral unbinds it, as Ironic does when it unbinds: the next boot
+// on that node and network can then put the NIC's MAC on its own port.
+func TestNeutronUserPortGivenBackWithANewMAC(t *testing.T) {
+	nt := neutrontest.New(provider())
+	hers := nt.Add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1"})
+	w := neutronWorld(t, 1, nt)
+	first := uuid.NewString()
+	if err := w.propose(&fsm.CreateServer{ID: first, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: []fsm.Network{{Port: hers.ID}},
+		ProjectID: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus(first, fsm.StatusActive)
+	const nic = "52:54:00:aa:00:01"
+	if p, _ := nt.Get(hers.ID); p.MACAddress != nic {
+		t.Fatalf("her port's MAC %s, want the NIC's %s", p.MACAddress, nic)
+	}
+	if err := w.propose(&fsm.DeleteServer{ID: first}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus(first, fsm.StatusDeleted)
+	if p, _ := nt.Get(hers.ID); p.DeviceID != "" || p.MACAddress == nic || p.MACAddress == "" {
+		t.Fatalf("her port given back %+v: want unbound, with a MAC other than the NIC's", p)
+	}
+	next := uuid.NewString()
+	if err := w.propose(&fsm.CreateServer{ID: next, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: []fsm.Network{{UUID: netA}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus(next, fsm.StatusActive)
+	if ps := nt.OfDevice(next); len(ps) != 1 || ps[0].MACAddress != nic {
+		t.Fatalf("ports of the next server %+v, want one with the NIC's MAC", ps)
 	}
 }

@@ -38,6 +38,7 @@ type Neutron interface {
 	Ports(ctx context.Context, f neutron.PortFilter) ([]neutron.Port, error)
 	UpdatePort(ctx context.Context, id string, u neutron.PortUpdate) (neutron.Port, error)
 	UnbindPort(ctx context.Context, id string) (neutron.Port, error)
+	ResetMAC(ctx context.Context, id string) (neutron.Port, error)
 	DeletePort(ctx context.Context, id string) error
 }
 
@@ -388,7 +389,7 @@ func (p *Ports) Release(ctx context.Context, h *compute.Handle, s fsm.Server) er
 			if err := p.Intent(ctx, h, s, fsm.PortStepUnbind, "", q.ID); err != nil {
 				return err
 			}
-			if _, err := p.nt.UnbindPort(ctx, q.ID); err != nil && !errors.Is(err, neutron.ErrNotFound) {
+			if err := p.giveBack(ctx, q.ID); err != nil {
 				return err
 			}
 		} else {
@@ -404,6 +405,30 @@ func (p *Ports) Release(ctx context.Context, h *compute.Handle, s fsm.Server) er
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// giveBack unbinds the user's port id (device, owner, host emptied,
+// profile cleared) and, for a bare-metal port, then gives it a new MAC
+// of Neutron's, as Ironic does when it unbinds a port: a VIF detached
+// while its node was not active leaves the NIC's MAC on the port, and
+// MACs are unique per network, so the next port on that network could
+// not take the NIC's MAC (Neutron 409, Ironic 500 on the attach). Two
+// requests, as Ironic sends them: Neutron changes a MAC only once the
+// port is unbound. A port already gone is no error.
+func (p *Ports) giveBack(ctx context.Context, id string) error {
+	if _, err := p.nt.UnbindPort(ctx, id); err != nil {
+		if errors.Is(err, neutron.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if p.vnic != neutron.VNICBaremetal {
+		return nil
+	}
+	if _, err := p.nt.ResetMAC(ctx, id); err != nil && !errors.Is(err, neutron.ErrNotFound) {
+		return err
 	}
 	return nil
 }
