@@ -318,3 +318,42 @@ func TestRealNeutronUserPortGivenBackWithANewMAC(t *testing.T) {
 		t.Fatalf("ports of the next server %+v (%v), want one with the NIC's MAC", ps, err)
 	}
 }
+
+// Against the real Neutron: a build that ends in ERROR (Ironic refuses the
+// deploy once the VIFs are attached) gives back its ports before the
+// ERROR: the port corral made deleted, alice's unbound with a MAC of
+// Neutron's.
+func TestRealNeutronFailedBuildGivesBackItsPorts(t *testing.T) {
+	env := realNeutronEnv(t)
+	var nc *neutron.Client
+	nics := withNICs(func(ctx context.Context, port, mac string) error {
+		_, err := nc.UpdatePort(ctx, port, neutron.PortUpdate{MACAddress: &mac})
+		return err
+	})
+	w, c := realWorld(t, env, 1, func(inner driver.Ironic) driver.Ironic { return refusing{nics(inner)} })
+	nc = c
+	ctx := context.Background()
+	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
+	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	hers, err := nc.CreatePort(ctx, neutron.PortCreate{NetworkID: provNet, ProjectID: alice, Name: "alice-" + t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.DeletePort(context.Background(), hers.ID) })
+	id := uuid.NewString()
+	cleanupPortsOf(t, nc, hers.ID, id)
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "failing", FlavorID: "gold", ImageRef: "img", ProjectID: alice,
+		Networks: []fsm.Network{{UUID: provNet}, {Port: hers.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatusWithin(id, fsm.StatusError, 2*time.Minute)
+	if s.Fault == nil || !strings.Contains(s.Fault.Message, "Ironic refused to deploy") {
+		t.Fatalf("fault %+v", s.Fault)
+	}
+	if ps, err := nc.Ports(ctx, neutron.PortFilter{DeviceID: id}); err != nil || len(ps) != 0 {
+		t.Errorf("ports of the failed server: %+v, %v", ps, err)
+	}
+	if p, err := nc.Port(ctx, hers.ID); err != nil || p.DeviceID != "" || p.HostID != "" || !strings.HasPrefix(p.MACAddress, "fa:16:3e:") {
+		t.Errorf("alice's port %+v (%v), want unbound, with a MAC of Neutron's", p, err)
+	}
+}

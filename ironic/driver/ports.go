@@ -91,3 +91,42 @@ func (d *Driver) releasePorts(ctx context.Context, h *compute.Handle, s fsm.Serv
 	}
 	return d.ports.Release(ctx, h, s)
 }
+
+var _ compute.BuildFailer = (*Driver)(nil)
+
+// BuildFailed gives back the Neutron ports of a build that ends in ERROR,
+// as Nova's compute manager does on a failed build (unplug the VIFs,
+// deallocate the networks): each VIF detached from the node while the
+// node still carries the server's reservation, the ports corral created
+// deleted, the user's given back, each after its intent at the owner's
+// epoch. The node itself stays the server's until it is deleted.
+func (d *Driver) BuildFailed(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	if d.ports == nil {
+		return nil
+	}
+	cur, err := h.Reread(s, false)
+	if err != nil {
+		return err
+	}
+	node := cur.NodeUUID
+	if node != "" {
+		n, err := d.ir.GetNode(ctx, node)
+		switch {
+		case errors.Is(err, ironic.ErrNotFound):
+			node = ""
+		case err != nil:
+			return err
+		case !holds(n, cur):
+			d.log.Warn("the failed build's node no longer carries its reservation; its VIFs are not touched", "server", cur.ID, "node", node)
+			node = ""
+		}
+	}
+	if node != "" {
+		for _, vif := range d.vifsOf(h, cur) {
+			if err := d.detachVIF(ctx, h, cur, node, vif); err != nil {
+				return err
+			}
+		}
+	}
+	return d.releasePorts(ctx, h, cur, node)
+}

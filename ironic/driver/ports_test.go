@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -397,5 +398,62 @@ func TestNeutronUserPortGivenBackWithANewMAC(t *testing.T) {
 	w.waitStatus(next, fsm.StatusActive)
 	if ps := nt.OfDevice(next); len(ps) != 1 || ps[0].MACAddress != nic {
 		t.Fatalf("ports of the next server %+v, want one with the NIC's MAC", ps)
+	}
+}
+
+// refusing is Ironic that refuses every deploy as invalid, after the
+// VIFs are attached.
+type refusing struct{ driver.Ironic }
+
+func (refusing) Deploy(context.Context, string, ironic.DeploySpec) error {
+	return fmt.Errorf("%w: the image cannot be deployed", ironic.ErrInvalid)
+}
+
+// A build that ends in ERROR gives back its ports before the ERROR, as
+// Nova's compute manager deallocates a failed build's networks: every
+// VIF detached from the node, the port corral created deleted, the
+// user's unbound (with a new MAC), each after its intent at the owner's
+// epoch, nothing left recorded; the server's delete then has nothing of
+// Neutron's to do.
+func TestNeutronFailedBuildGivesBackItsPorts(t *testing.T) {
+	nt := neutrontest.New(provider())
+	hers := nt.Add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1"})
+	nics := withNICs(func(_ context.Context, port, mac string) error { return nt.SetMAC(port, mac) })
+	w := newWorldCfg(t, 1, sim.Options{}, func(inner driver.Ironic) driver.Ironic { return refusing{nics(inner)} },
+		driver.Config{Reservation: driver.ReserveAuto, DeployTimeout: 20 * time.Second, Neutron: nt}, compute.Config{})
+	w.sim.SeedNodes(1, "baremetal-gold")
+	w.waitMirror(1)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	id := uuid.NewString()
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img", ProjectID: "p1",
+		Networks: []fsm.Network{{UUID: netA}, {Port: hers.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatus(id, fsm.StatusError)
+	if s.Fault == nil || !strings.Contains(s.Fault.Message, "Ironic refused to deploy") {
+		t.Fatalf("fault %+v", s.Fault)
+	}
+	if nt.Created() != 1 {
+		t.Fatalf("%d ports created, want 1", nt.Created())
+	}
+	if ps := nt.OfDevice(id); len(ps) != 0 {
+		t.Errorf("ports of the failed server: %+v", ps)
+	}
+	if p, _ := nt.Get(hers.ID); p.DeviceID != "" || p.HostID != "" || strings.HasPrefix(p.MACAddress, "52:54:00") {
+		t.Errorf("her port %+v, want unbound with a MAC of Neutron's", p)
+	}
+	if v := w.sim.Nodes()[0].VIFs; len(v) != 0 {
+		t.Errorf("node VIFs %v after the failed build", v)
+	}
+	rec := w.leader().Node.Store().ServerNet(id)
+	if len(rec.Ports) != 0 || rec.Intent == nil || rec.Intent.Step != fsm.PortStepUnbind || rec.Intent.Epoch != s.Epoch {
+		t.Errorf("recorded %+v, want no port, the last intent the unbind at the owner's epoch", rec)
+	}
+	if err := w.propose(&fsm.DeleteServer{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus(id, fsm.StatusDeleted)
+	if p, _ := nt.Get(hers.ID); p.DeviceID != "" {
+		t.Errorf("her port after the delete %+v", p)
 	}
 }
