@@ -145,12 +145,16 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	go func() { a.served <- a.srv.Serve(ln) }()
 	bgctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
+	var nt serverports.Neutron // nil without [neutron]: a nil *neutron.Client would not be
+	if nc != nil {
+		nt = nc
+	}
 	hypervisor := cfg.Kind == fsm.KindHypervisor
 	if hypervisor {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			runHypervisor(bgctx, cfg, node, reg, logger)
+			runHypervisor(bgctx, cfg, node, reg, logger, nt)
 		}()
 	}
 	if cfg.ironicEnabled() {
@@ -159,10 +163,6 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			var nt serverports.Neutron // nil without [neutron]: a nil *neutron.Client would not be
-			if nc != nil {
-				nt = nc
-			}
 			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger, bmSource, nt)
 		}()
 	} else if !hypervisor {

@@ -3,8 +3,11 @@
 // none, as no hypervisor stands behind it yet. It lets corral schedule and
 // account VMs beside bare metal, through the same fencing as every
 // driver. Named for what it holds, not "fake" (production hosts run it)
-// nor "null" (it drops nothing: its records are the VMs' state). It never
-// imports api, cluster or ironic.
+// nor "null" (it drops nothing: its records are the VMs' state). With
+// Neutron (Config.Ports) each VM gets a port per requested network, of
+// vnic type normal and bound to this host, through the port lifecycle
+// every driver shares (neutron/serverports), which it reaches through
+// the Ports interface. It never imports api, cluster, ironic or neutron.
 package vmrecord
 
 import (
@@ -17,6 +20,27 @@ import (
 	"github.com/corral-dev/corral/fsm"
 )
 
+// Ports is what the driver needs of the Neutron port lifecycle
+// (*serverports.Ports of vnic type normal implements it).
+type Ports interface {
+	// Ensure gives the server a port per requested network, recorded,
+	// and returns their ids.
+	Ensure(ctx context.Context, h *compute.Handle, s fsm.Server, host string) ([]string, error)
+	// Attach binds a port to host, after its intent (plug nil: a VM has
+	// no backend attach of its own).
+	Attach(ctx context.Context, h *compute.Handle, s fsm.Server, id, host string, plug func(context.Context) error) error
+	// Release deletes the ports corral created for the server and gives
+	// back the user's.
+	Release(ctx context.Context, h *compute.Handle, s fsm.Server) error
+}
+
+// Config configures the driver.
+type Config struct {
+	// Ports, when set ([neutron]), gives every VM its Neutron ports;
+	// nil: the VMs' networks are corral's own.
+	Ports Ports
+}
+
 // Record is one VM the driver holds.
 type Record struct {
 	ServerID  string
@@ -25,6 +49,7 @@ type Record struct {
 	RAM       int
 	Disk      int
 	Networks  []string
+	Ports     []string // its Neutron ports, with Config.Ports
 	SpawnedAt time.Time
 	// Off, Image and Actions follow server actions (actions.go).
 	Off     bool
@@ -34,22 +59,38 @@ type Record struct {
 
 // Driver is the recording VM driver.
 type Driver struct {
-	mu  sync.Mutex
-	vms map[string]Record
+	ports Ports // nil without Neutron
+	mu    sync.Mutex
+	vms   map[string]Record
 }
 
+var _ compute.BuildFailer = (*Driver)(nil)
+
 // New returns a driver that holds no VM.
-func New() *Driver { return &Driver{vms: map[string]Record{}} }
+func New(cfg Config) *Driver { return &Driver{ports: cfg.Ports, vms: map[string]Record{}} }
 
 // Kind implements compute.Virt.
 func (d *Driver) Kind() string { return fsm.KindHypervisor }
 
-// Build records a spawn (idempotent).
+// Build records a spawn (idempotent), after giving the VM its ports.
 func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) error {
 	if s.TaskState != fsm.TaskSpawning {
 		if err := h.SetTask(ctx, s, "", fsm.TaskSpawning, nil); err != nil {
 			return err
 		}
+	}
+	var ports []string
+	if d.ports != nil {
+		ids, err := d.ports.Ensure(ctx, h, s, h.Host())
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := d.ports.Attach(ctx, h, s, id, h.Host(), nil); err != nil {
+				return err
+			}
+		}
+		ports = ids
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -59,19 +100,32 @@ func (d *Driver) Build(ctx context.Context, h *compute.Handle, s fsm.Server) err
 			nets = append(nets, n.UUID)
 		}
 		d.vms[s.ID] = Record{ServerID: s.ID, Name: s.Name, VCPUs: s.Flavor.VCPUs, RAM: s.Flavor.RAM,
-			Disk: s.Flavor.Disk, Networks: nets, SpawnedAt: time.Now()}
+			Disk: s.Flavor.Disk, Networks: nets, Ports: ports, SpawnedAt: time.Now()}
 	}
 	return nil
 }
 
-// Delete records a destroy (idempotent).
-func (d *Driver) Delete(_ context.Context, _ *compute.Handle, s fsm.Server) error {
+// Delete records a destroy (idempotent), then releases the VM's ports.
+func (d *Driver) Delete(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	if d.ports != nil {
+		if err := d.ports.Release(ctx, h, s); err != nil {
+			return err
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.vms[s.ID]; ok {
 		delete(d.vms, s.ID)
 	}
 	return nil
+}
+
+// BuildFailed gives back the ports of a VM whose build ends in ERROR.
+func (d *Driver) BuildFailed(ctx context.Context, h *compute.Handle, s fsm.Server) error {
+	if d.ports == nil {
+		return nil
+	}
+	return d.ports.Release(ctx, h, s)
 }
 
 // VMs returns the VMs the driver holds, sorted by server id.

@@ -161,7 +161,7 @@ func (p *Ports) Ensure(ctx context.Context, h *compute.Handle, s fsm.Server, hos
 		}
 		n, err := p.nt.Network(ctx, id)
 		if err != nil {
-			return "", fmt.Errorf("network %s of server %s: %w", id, s.ID, err)
+			return "", portError(err, "reading network "+id+" of server "+s.ID)
 		}
 		names[id] = n.Name
 		return n.Name, nil

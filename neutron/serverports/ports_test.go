@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/compute"
+	"github.com/corral-dev/corral/compute/computetest"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/neutron"
 	"github.com/corral-dev/corral/neutron/neutrontest"
@@ -17,71 +17,9 @@ import (
 	"github.com/corral-dev/corral/testkit"
 )
 
-// local is a cluster of hosts h1 (whose manager a test runs) and h2 whose
-// log is a local store: commands apply at once.
-type local struct {
-	store *fsm.Store
-	mu    sync.Mutex
-	idx   uint64
-	cmds  []fsm.Command
-	// refuse, when set, refuses the commands it returns an error for.
-	refuse  func(fsm.Command) error
-	refused int
-}
-
-func (c *local) Name() string                      { return "h1" }
-func (c *local) Store() *fsm.Store                 { return c.store }
-func (c *local) IsLeader() bool                    { return true }
-func (c *local) CommandKnown(fsm.CommandType) bool { return true }
-
-func (c *local) Propose(_ context.Context, cmd fsm.Command) (uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.refuse != nil {
-		if err := c.refuse(cmd); err != nil {
-			c.refused++
-			return 0, err
-		}
-	}
-	c.idx++
-	if cmd.Header().At.IsZero() {
-		cmd.Header().At = time.Date(2026, 12, 1, 0, 0, int(c.idx), 0, time.UTC)
-	}
-	data, err := fsm.Encode(cmd)
-	if err != nil {
-		return 0, err
-	}
-	c.cmds = append(c.cmds, cmd)
-	return c.idx, c.store.Apply(c.idx, data).Err
-}
-
-func (c *local) must(t *testing.T, cmd fsm.Command) {
+func newLocal(t *testing.T) *computetest.Cluster {
 	t.Helper()
-	if _, err := c.Propose(context.Background(), cmd); err != nil {
-		t.Fatalf("%T: %v", cmd, err)
-	}
-}
-
-// intents are the port intents committed, as "step port-or-network".
-func (c *local) intents() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for _, cmd := range c.cmds {
-		if in, ok := cmd.(*fsm.SetPortIntent); ok {
-			out = append(out, in.Step+" "+in.PortID+in.NetworkID)
-		}
-	}
-	return out
-}
-
-func newLocal(t *testing.T) *local {
-	t.Helper()
-	c := &local{store: fsm.New()}
-	c.must(t, &fsm.RegisterHost{Name: "h1", RaftAddr: "127.0.0.2:1", APIAddr: "127.0.0.2:2", GossipAddr: "127.0.0.2:3", Kind: fsm.KindHypervisor})
-	c.must(t, &fsm.RegisterHost{Name: "h2", RaftAddr: "127.0.0.3:1", APIAddr: "127.0.0.3:2", GossipAddr: "127.0.0.3:3", Kind: fsm.KindHypervisor})
-	c.must(t, &fsm.CreateFlavor{Flavor: fsm.Flavor{ID: "f1", Name: "vm", VCPUs: 1, RAM: 1, Disk: 1, RxTxFactor: 1}})
-	return c
+	return computetest.New(t, fsm.KindHypervisor, "h1", "h2")
 }
 
 // vm is a virt driver that only gives its servers ports, bound to its
@@ -108,34 +46,18 @@ func (v vm) Delete(ctx context.Context, h *compute.Handle, s fsm.Server) error {
 }
 
 // run runs h1's manager with ports of vnic type normal on nt.
-func run(t *testing.T, c *local, nt *neutrontest.Neutron) {
+func run(t *testing.T, c *computetest.Cluster, nt *neutrontest.Neutron) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	p, err := serverports.New(nt, serverports.Config{VNICType: neutron.VNICNormal, Logger: log})
+	p, err := serverports.New(nt, serverports.Config{VNICType: neutron.VNICNormal, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := compute.New(compute.Config{Logger: log, IntentLease: 500 * time.Millisecond}, c, vm{ports: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	c.Run(t, compute.Config{IntentLease: 500 * time.Millisecond}, vm{ports: p})
 }
 
-func waitStatus(t *testing.T, c *local, id string, want fsm.ServerStatus) fsm.Server {
+func waitStatus(t *testing.T, c *computetest.Cluster, id string, want fsm.ServerStatus) fsm.Server {
 	t.Helper()
-	var s fsm.Server
-	testkit.Eventually(t, 10*time.Second, func() error {
-		var err error
-		if s, err = c.store.Server(id); err != nil || s.Status != want {
-			return fmt.Errorf("server %s is %s (%v), want %s", id, s.Status, err, want)
-		}
-		return nil
-	})
-	return s
+	return c.WaitStatus(t, id, want, 10*time.Second)
 }
 
 const (
@@ -153,7 +75,7 @@ func TestPortsOfABuildAndItsDelete(t *testing.T) {
 	hers := nt.Add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1", Description: "my port"})
 	c := newLocal(t)
 	run(t, c, nt)
-	c.must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", ProjectID: "p1",
+	c.Must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", ProjectID: "p1",
 		Networks: []fsm.Network{{UUID: netA}, {Port: hers.ID}}})
 	waitStatus(t, c, serverID, fsm.StatusActive)
 	ports := nt.OfDevice(serverID)
@@ -180,7 +102,7 @@ func TestPortsOfABuildAndItsDelete(t *testing.T) {
 	if p, _ := nt.Get(hers.ID); p.Description != "my port" {
 		t.Errorf("her port's description %q, want hers", p.Description)
 	}
-	rec := c.store.ServerNet(serverID)
+	rec := c.Store().ServerNet(serverID)
 	want := []fsm.ServerPort{
 		{ID: made.ID, NetworkID: netA, NetworkName: "tenant", MAC: made.MACAddress, FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}}},
 		{ID: hers.ID, NetworkID: netA, NetworkName: "tenant", MAC: hers.MACAddress, FixedIPs: []fsm.PortIP{{Address: hers.FixedIPs[0].IPAddress, Version: 4}}, User: true},
@@ -188,11 +110,11 @@ func TestPortsOfABuildAndItsDelete(t *testing.T) {
 	if fmt.Sprint(rec.Ports) != fmt.Sprint(want) {
 		t.Fatalf("recorded\n %+v\nwant\n %+v", rec.Ports, want)
 	}
-	if got, want := c.intents(), []string{"create " + netA, "bind " + hers.ID, "attach " + made.ID, "attach " + hers.ID}; !slices.Equal(got, want) {
+	if got, want := c.PortIntents(), []string{"create " + netA, "bind " + hers.ID, "attach " + made.ID, "attach " + hers.ID}; !slices.Equal(got, want) {
 		t.Errorf("intents %q, want %q", got, want)
 	}
 
-	c.must(t, &fsm.DeleteServer{ID: serverID})
+	c.Must(t, &fsm.DeleteServer{ID: serverID})
 	waitStatus(t, c, serverID, fsm.StatusDeleted)
 	if _, ok := nt.Get(made.ID); ok {
 		t.Error("the created port outlives the server")
@@ -200,7 +122,7 @@ func TestPortsOfABuildAndItsDelete(t *testing.T) {
 	if kept, ok := nt.Get(hers.ID); !ok || kept.DeviceID != "" || kept.DeviceOwner != "" || kept.HostID != "" || kept.MACAddress != hers.MACAddress {
 		t.Errorf("her port %+v (%v), want kept and unbound, with its MAC (a VM's port is no NIC's)", kept, ok)
 	}
-	if got := c.intents()[4:]; !slices.Equal(got, []string{"delete " + made.ID, "unbind " + hers.ID}) {
+	if got := c.PortIntents()[4:]; !slices.Equal(got, []string{"delete " + made.ID, "unbind " + hers.ID}) {
 		t.Errorf("release intents %q", got)
 	}
 }
@@ -212,12 +134,12 @@ func TestPortOfAnEarlierAttemptIsResumed(t *testing.T) {
 	earlier := nt.Add(neutron.PortCreate{NetworkID: netA, DeviceID: serverID, DeviceOwner: serverports.DeviceOwner})
 	c := newLocal(t)
 	run(t, c, nt)
-	c.must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", Networks: []fsm.Network{{UUID: netA}}})
+	c.Must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", Networks: []fsm.Network{{UUID: netA}}})
 	waitStatus(t, c, serverID, fsm.StatusActive)
 	if ps := nt.OfDevice(serverID); len(ps) != 1 || ps[0].ID != earlier.ID || nt.Created() != 0 {
 		t.Fatalf("ports %+v, %d created; want only the earlier one", ps, nt.Created())
 	}
-	if rec := c.store.ServerNet(serverID); len(rec.Ports) != 1 || rec.Ports[0].ID != earlier.ID {
+	if rec := c.Store().ServerNet(serverID); len(rec.Ports) != 1 || rec.Ports[0].ID != earlier.ID {
 		t.Fatalf("recorded %+v", rec.Ports)
 	}
 }
@@ -227,26 +149,24 @@ func TestPortOfAnEarlierAttemptIsResumed(t *testing.T) {
 func TestRefusedIntentCreatesNothing(t *testing.T) {
 	nt := neutrontest.New(neutron.Network{ID: netA, Name: "tenant", Shared: true})
 	c := newLocal(t)
-	c.refuse = func(cmd fsm.Command) error {
+	c.Refuse = func(cmd fsm.Command) error {
 		if in, ok := cmd.(*fsm.SetPortIntent); ok && in.Step == fsm.PortStepCreate {
 			return fmt.Errorf("%w: server moved", fsm.ErrFenced)
 		}
 		return nil
 	}
 	run(t, c, nt)
-	c.must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", Networks: []fsm.Network{{UUID: netA}}})
+	c.Must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", Networks: []fsm.Network{{UUID: netA}}})
 	testkit.Eventually(t, 10*time.Second, func() error {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.refused < 2 {
-			return fmt.Errorf("%d create intents refused, want 2 attempts", c.refused)
+		if n := c.Refused(); n < 2 {
+			return fmt.Errorf("%d create intents refused, want 2 attempts", n)
 		}
 		return nil
 	})
 	if n := nt.Created(); n != 0 {
 		t.Fatalf("%d ports created under refused intents", n)
 	}
-	if s, _ := c.store.Server(serverID); s.Status != fsm.StatusBuild {
+	if s, _ := c.Store().Server(serverID); s.Status != fsm.StatusBuild {
 		t.Fatalf("server %s, want still BUILD", s.Status)
 	}
 }
@@ -263,14 +183,14 @@ func TestFixedIPOfABuild(t *testing.T) {
 	run(t, c, nt)
 	ids := []string{"10000000-0000-4000-9000-000000000011", "10000000-0000-4000-9000-000000000012", "10000000-0000-4000-9000-000000000013"}
 	for i, ip := range []string{"192.0.2.77", "10.9.9.9", taken.FixedIPs[0].IPAddress} {
-		c.must(t, &fsm.CreateServer{ID: ids[i], Name: "vm", FlavorID: "f1", ImageRef: "img", Host: "h1",
+		c.Must(t, &fsm.CreateServer{ID: ids[i], Name: "vm", FlavorID: "f1", ImageRef: "img", Host: "h1",
 			Networks: []fsm.Network{{UUID: netA, FixedIP: ip}}})
 	}
 	waitStatus(t, c, ids[0], fsm.StatusActive)
 	if ps := nt.OfDevice(ids[0]); len(ps) != 1 || len(ps[0].FixedIPs) != 1 || ps[0].FixedIPs[0].IPAddress != "192.0.2.77" {
 		t.Fatalf("ports %+v, want one with 192.0.2.77", ps)
 	}
-	if rec := c.store.ServerNet(ids[0]); len(rec.Ports) != 1 || rec.Ports[0].FixedIPs[0].Address != "192.0.2.77" {
+	if rec := c.Store().ServerNet(ids[0]); len(rec.Ports) != 1 || rec.Ports[0].FixedIPs[0].Address != "192.0.2.77" {
 		t.Fatalf("recorded %+v", rec.Ports)
 	}
 	for i, want := range map[int]string{
