@@ -70,6 +70,9 @@ const (
 	CmdSetPortIntent    CommandType = 56
 	CmdRecordServerPort CommandType = 57
 	CmdForgetServerPort CommandType = 58
+	// 59, 60: os-interface on a running server (server_interfaces.go).
+	CmdRequestInterfaceAction CommandType = 59
+	CmdFinishInterfaceAction  CommandType = 60
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

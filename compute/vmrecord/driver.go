@@ -12,6 +12,7 @@ package vmrecord
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -32,6 +33,11 @@ type Ports interface {
 	// Release deletes the ports corral created for the server and gives
 	// back the user's.
 	Release(ctx context.Context, h *compute.Handle, s fsm.Server) error
+	// EnsureInterface gives the server the port of an os-interface
+	// attach, recorded, and returns its id; ReleaseInterface takes one
+	// port off it.
+	EnsureInterface(ctx context.Context, h *compute.Handle, s fsm.Server, req fsm.InterfaceRequest, host string) (string, error)
+	ReleaseInterface(ctx context.Context, h *compute.Handle, s fsm.Server, id string) error
 }
 
 // Config configures the driver.
@@ -64,7 +70,10 @@ type Driver struct {
 	vms   map[string]Record
 }
 
-var _ compute.BuildFailer = (*Driver)(nil)
+var (
+	_ compute.BuildFailer    = (*Driver)(nil)
+	_ compute.InterfaceActor = (*Driver)(nil)
+)
 
 // New returns a driver that holds no VM.
 func New(cfg Config) *Driver { return &Driver{ports: cfg.Ports, vms: map[string]Record{}} }
@@ -138,4 +147,43 @@ func (d *Driver) VMs() []Record {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ServerID < out[j].ServerID })
 	return out
+}
+
+// AttachInterface gives a VM the port of an os-interface attach, bound to
+// this host, and records it with the VM.
+func (d *Driver) AttachInterface(ctx context.Context, h *compute.Handle, s fsm.Server, req fsm.InterfaceRequest) (string, error) {
+	if d.ports == nil {
+		return "", compute.Permanent("Failed to attach network adapter device to %s: corral has no [neutron]", s.ID)
+	}
+	id, err := d.ports.EnsureInterface(ctx, h, s, req, h.Host())
+	if err != nil {
+		return "", err
+	}
+	if err := d.ports.Attach(ctx, h, s, id, h.Host(), nil); err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r, ok := d.vms[s.ID]; ok && !slices.Contains(r.Ports, id) {
+		r.Ports = append(slices.Clone(r.Ports), id)
+		d.vms[s.ID] = r
+	}
+	return id, nil
+}
+
+// DetachInterface releases one port of a VM.
+func (d *Driver) DetachInterface(ctx context.Context, h *compute.Handle, s fsm.Server, req fsm.InterfaceRequest) error {
+	if d.ports == nil {
+		return compute.Permanent("Failed to detach network adapter device from %s: corral has no [neutron]", s.ID)
+	}
+	if err := d.ports.ReleaseInterface(ctx, h, s, req.PortID); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r, ok := d.vms[s.ID]; ok {
+		r.Ports = slices.DeleteFunc(slices.Clone(r.Ports), func(p string) bool { return p == req.PortID })
+		d.vms[s.ID] = r
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -355,5 +356,46 @@ func TestRealNeutronFailedBuildGivesBackItsPorts(t *testing.T) {
 	}
 	if p, err := nc.Port(ctx, hers.ID); err != nil || p.DeviceID != "" || p.HostID != "" || !strings.HasPrefix(p.MACAddress, "fa:16:3e:") {
 		t.Errorf("alice's port %+v (%v), want unbound, with a MAC of Neutron's", p, err)
+	}
+}
+
+// Against the real Neutron (Ironic simulated, its node of the flat
+// network interface with two ports): an interface attached to an ACTIVE
+// server on the provider network is a port corral makes in the server's
+// project, bound to the node, attached as a VIF; its detach deletes it.
+func TestRealNeutronInterfaceAttachAndDetach(t *testing.T) {
+	env := realNeutronEnv(t)
+	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env["OS_AUTH_URL"],
+		Username: env["CORRAL_SERVICE_USERNAME"], Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"],
+		RegionName: env["NEUTRON_REGION"], ValidInterfaces: "public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := flatWorld(t, nc, 2)
+	ctx := context.Background()
+	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
+	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	id := uuid.NewString()
+	cleanupPortsOf(t, nc, "", id)
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "iface", FlavorID: "gold", ImageRef: "img", ProjectID: alice,
+		Networks: []fsm.Network{{UUID: provNet}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatusWithin(id, fsm.StatusActive, 2*time.Minute)
+	in := w.interfaceDone(&fsm.RequestInterfaceAction{ID: id, Kind: fsm.ActionAttachInterface, NetworkID: provNet})
+	p, err := nc.Port(ctx, in.PortID)
+	if in.Fault != "" || err != nil || p.DeviceID != id || p.HostID != s.NodeUUID || p.ProjectID != alice ||
+		p.Description != neutron.CreatedByCorral || p.VNICType != neutron.VNICBaremetal {
+		t.Fatalf("attached %+v: port %+v (%v)", in, p, err)
+	}
+	if v := w.sim.Nodes()[0].VIFs; !slices.Contains(v, p.ID) || len(v) != 2 {
+		t.Fatalf("node VIFs %v, want the boot's and %s", v, p.ID)
+	}
+	in = w.interfaceDone(&fsm.RequestInterfaceAction{ID: id, Kind: fsm.ActionDetachInterface, PortID: p.ID})
+	if _, err := nc.Port(ctx, p.ID); in.Fault != "" || !errors.Is(err, neutron.ErrNotFound) {
+		t.Fatalf("detached %+v: the port %v, want deleted", in, err)
+	}
+	if ps, err := nc.Ports(ctx, neutron.PortFilter{DeviceID: id}); err != nil || len(ps) != 1 {
+		t.Fatalf("ports of the server after the detach %+v, %v; want the boot's", ps, err)
 	}
 }

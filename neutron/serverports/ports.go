@@ -138,112 +138,6 @@ func (p *Ports) Recorded(h *compute.Handle, s fsm.Server) []string {
 	return out
 }
 
-// Ensure gives s a Neutron port for each of its requested networks and
-// returns their ids in the order requested (Attach then binds each to
-// the host). A port the user passed in is taken over (device, owner and
-// binding to host updated) and remembered as the user's; otherwise the
-// port recorded for the network, or one Neutron lists with the server as
-// its device (created by an owner that did not live to record it), is
-// used before a new one is created.
-func (p *Ports) Ensure(ctx context.Context, h *compute.Handle, s fsm.Server, host string) ([]string, error) {
-	if err := p.Known(h, s); err != nil {
-		return nil, err
-	}
-	rec := h.Store().ServerNet(s.ID)
-	user := userPorts(s)
-	used := map[string]bool{}
-	var listed []neutron.Port
-	haveListed := false
-	names := map[string]string{}
-	netName := func(id string) (string, error) {
-		if n, ok := names[id]; ok {
-			return n, nil
-		}
-		n, err := p.nt.Network(ctx, id)
-		if err != nil {
-			return "", portError(err, "reading network "+id+" of server "+s.ID)
-		}
-		names[id] = n.Name
-		return n.Name, nil
-	}
-	owner := DeviceOwner
-	out := make([]string, 0, len(s.Networks))
-	for _, want := range s.Networks {
-		if want.Port != "" {
-			if _, ok := rec.Port(want.Port); !ok {
-				cur, err := p.nt.Port(ctx, want.Port)
-				if err != nil {
-					return nil, portError(err, "reading port "+want.Port)
-				}
-				if cur.DeviceID != "" && cur.DeviceID != s.ID {
-					// Taken since the API checked it: Nova's PortInUse.
-					return nil, compute.Permanent("Port %s is still in use.", want.Port)
-				}
-				if err := p.Intent(ctx, h, s, fsm.PortStepBind, "", want.Port); err != nil {
-					return nil, err
-				}
-				port, err := p.nt.UpdatePort(ctx, want.Port, neutron.PortUpdate{DeviceID: &s.ID, DeviceOwner: &owner,
-					VNICType: p.vnic, HostID: &host})
-				if err != nil {
-					return nil, portError(err, "taking over port "+want.Port)
-				}
-				name, err := netName(port.NetworkID)
-				if err != nil {
-					return nil, err
-				}
-				if err := p.record(ctx, h, s, port, name, true); err != nil {
-					return nil, err
-				}
-			}
-			used[want.Port] = true
-			out = append(out, want.Port)
-			continue
-		}
-		if i := slices.IndexFunc(rec.Ports, func(q fsm.ServerPort) bool {
-			return !q.User && q.NetworkID == want.UUID && !used[q.ID]
-		}); i >= 0 {
-			used[rec.Ports[i].ID] = true
-			out = append(out, rec.Ports[i].ID)
-			continue
-		}
-		name, err := netName(want.UUID)
-		if err != nil {
-			return nil, err
-		}
-		if !haveListed {
-			if in := rec.Intent; in != nil && in.Step == fsm.PortStepCreate {
-				// A create may still be in flight: the port it makes shows
-				// in the listing only once no one can send it any more.
-				if err := h.AwaitSettled(ctx, s, p.ownLease(s, in)); err != nil {
-					return nil, err
-				}
-			}
-			if listed, err = p.nt.Ports(ctx, neutron.PortFilter{DeviceID: s.ID}); err != nil {
-				return nil, err
-			}
-			haveListed = true
-		}
-		var port neutron.Port
-		if i := slices.IndexFunc(listed, func(q neutron.Port) bool {
-			_, recorded := rec.Port(q.ID)
-			return q.NetworkID == want.UUID && !used[q.ID] && !recorded && !user[q.ID]
-		}); i >= 0 {
-			port = listed[i]
-			p.log.Info("resuming with the port an earlier attempt created", "server", s.ID, "port", port.ID, "network", port.NetworkID)
-		} else {
-			if port, err = p.create(ctx, h, s, want); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.record(ctx, h, s, port, name, false); err != nil {
-			return nil, err
-		}
-		used[port.ID] = true
-		out = append(out, port.ID)
-	}
-	return out, nil
-}
-
 // create creates s's port on the network of want, after its intent,
 // within the intent's lease: a create is the one port step that is not
 // idempotent, so whoever resumes after a pending create intent waits for
@@ -385,26 +279,49 @@ func (p *Ports) Release(ctx context.Context, h *compute.Handle, s fsm.Server) er
 		}
 	}
 	for _, q := range ports {
-		if q.User {
-			if err := p.Intent(ctx, h, s, fsm.PortStepUnbind, "", q.ID); err != nil {
-				return err
-			}
-			if err := p.giveBack(ctx, q.ID); err != nil {
-				return err
-			}
-		} else {
-			if err := p.Intent(ctx, h, s, fsm.PortStepDelete, "", q.ID); err != nil {
-				return err
-			}
-			if err := p.nt.DeletePort(ctx, q.ID); err != nil {
-				return err
-			}
+		_, recorded := rec.Port(q.ID)
+		if err := p.release(ctx, h, s, q, recorded); err != nil {
+			return err
 		}
-		if _, ok := rec.Port(q.ID); ok {
-			if err := h.Commit(ctx, &fsm.ForgetServerPort{ID: s.ID, Host: s.Host, Epoch: s.Epoch, PortID: q.ID}); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// ReleaseInterface takes port id off s once the backend detached it (an
+// os-interface detach, or an attach that failed): deleted when corral
+// created it, given back when the user's, after its intent, then
+// forgotten.
+func (p *Ports) ReleaseInterface(ctx context.Context, h *compute.Handle, s fsm.Server, id string) error {
+	if err := p.Known(h, s); err != nil {
+		return err
+	}
+	q, recorded := h.Store().ServerNet(s.ID).Port(id)
+	if !recorded {
+		q = fsm.ServerPort{ID: id, User: userPorts(s)[id]}
+	}
+	return p.release(ctx, h, s, q, recorded)
+}
+
+// release deletes port q or gives it back when the user's, after its
+// intent, and forgets it when recorded.
+func (p *Ports) release(ctx context.Context, h *compute.Handle, s fsm.Server, q fsm.ServerPort, recorded bool) error {
+	if q.User {
+		if err := p.Intent(ctx, h, s, fsm.PortStepUnbind, "", q.ID); err != nil {
+			return err
 		}
+		if err := p.giveBack(ctx, q.ID); err != nil {
+			return err
+		}
+	} else {
+		if err := p.Intent(ctx, h, s, fsm.PortStepDelete, "", q.ID); err != nil {
+			return err
+		}
+		if err := p.nt.DeletePort(ctx, q.ID); err != nil {
+			return err
+		}
+	}
+	if recorded {
+		return h.Commit(ctx, &fsm.ForgetServerPort{ID: s.ID, Host: s.Host, Epoch: s.Epoch, PortID: q.ID})
 	}
 	return nil
 }
