@@ -63,6 +63,11 @@ type Options struct {
 	// first (0: DefaultSideEffectLimit; negative: none are kept).
 	SideEffectLimit int
 
+	// NetworkInterfaces are the network interfaces a node may be enrolled with (Ironic's
+	// [DEFAULT] enabled_network_interfaces): default noop only; add flat or neutron to have
+	// nodes whose VIFs take their ports (traits.go's routeVIFs).
+	NetworkInterfaces []string
+
 	// ConductorName is reported in node.conductor and node.reservation (default "ironic-sim").
 	ConductorName string
 
