@@ -64,6 +64,12 @@ func containsPort(ps []neutron.Port, id string) bool {
 	return false
 }
 
+func (f *lockedNetworks) SecurityGroups(ctx context.Context, fl neutron.SecurityGroupFilter) ([]neutron.SecurityGroup, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fakeNetworks.SecurityGroups(ctx, fl)
+}
+
 func (f *lockedNetworks) put(p neutron.Port) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

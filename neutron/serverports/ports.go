@@ -40,6 +40,7 @@ type Neutron interface {
 	UnbindPort(ctx context.Context, id string) (neutron.Port, error)
 	ResetMAC(ctx context.Context, id string) (neutron.Port, error)
 	DeletePort(ctx context.Context, id string) error
+	SecurityGroups(ctx context.Context, f neutron.SecurityGroupFilter) ([]neutron.SecurityGroup, error)
 }
 
 var _ Neutron = (*neutron.Client)(nil)
@@ -65,6 +66,7 @@ type Ports struct {
 
 	mu     sync.Mutex
 	leases map[string]leaseMark // server → this host's last create lease
+	groups map[string]string    // security group id → name, as last read (secgroups.go)
 }
 
 // New returns the port lifecycle of a host whose ports have cfg.VNICType.
@@ -81,7 +83,7 @@ func New(nt Neutron, cfg Config) (*Ports, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Ports{nt: nt, vnic: cfg.VNICType, log: cfg.Logger.With("component", "server-ports", "vnic_type", cfg.VNICType),
-		leases: map[string]leaseMark{}}, nil
+		leases: map[string]leaseMark{}, groups: map[string]string{}}, nil
 }
 
 // portCommands are the commands of the port steps: each is sent only
@@ -112,9 +114,17 @@ func (p *Ports) Intent(ctx context.Context, h *compute.Handle, s fsm.Server, ste
 	return nil
 }
 
-// record commits the port as one of s's.
+// record commits the port as one of s's, with its security groups once
+// every live peer keeps them.
 func (p *Ports) record(ctx context.Context, h *compute.Handle, s fsm.Server, port neutron.Port, netName string, user bool) error {
 	sp := fsm.ServerPort{ID: port.ID, NetworkID: port.NetworkID, NetworkName: netName, MAC: port.MACAddress, User: user}
+	if groupsKept(h) {
+		refs, err := p.groupRefs(ctx, h, s, port.SecurityGroups)
+		if err != nil {
+			return err
+		}
+		sp.SecurityGroups, sp.GroupsKnown = refs, true
+	}
 	for _, ip := range port.FixedIPs {
 		a, err := netip.ParseAddr(ip.IPAddress)
 		if err != nil || len(sp.FixedIPs) == fsm.MaxPortIPs {
@@ -146,7 +156,7 @@ func (p *Ports) Recorded(h *compute.Handle, s fsm.Server) []string {
 // It carries corral's mark (description neutron.CreatedByCorral) from its
 // create on, so a port whose create's answer was lost is still known as
 // corral's by the leader's reaper.
-func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, want fsm.Network) (neutron.Port, error) {
+func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, want fsm.Network, groups []string) (neutron.Port, error) {
 	lease := h.StartLease()
 	p.markLease(s, lease)
 	if err := p.Intent(ctx, h, s, fsm.PortStepCreate, want.UUID, ""); err != nil {
@@ -158,7 +168,7 @@ func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, wan
 	lctx, cancel := lease.Context(ctx)
 	defer cancel()
 	pc := neutron.PortCreate{NetworkID: want.UUID, ProjectID: s.ProjectID,
-		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic}
+		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic, SecurityGroups: groups}
 	if want.FixedIP != "" {
 		pc.FixedIPs = []neutron.FixedIP{{IPAddress: want.FixedIP}}
 	}
@@ -232,7 +242,7 @@ func (p *Ports) reread(ctx context.Context, h *compute.Handle, s fsm.Server, id 
 	if err != nil {
 		return err
 	}
-	if port.MACAddress == rec.MAC {
+	if port.MACAddress == rec.MAC && (!groupsKept(h) || rec.GroupsKnown) {
 		return nil
 	}
 	return p.record(ctx, h, s, port, rec.NetworkName, rec.User)

@@ -103,9 +103,13 @@ func TestPortsOfABuildAndItsDelete(t *testing.T) {
 		t.Errorf("her port's description %q, want hers", p.Description)
 	}
 	rec := c.Store().ServerNet(serverID)
+	// Both in the project's default security group, Neutron's choice.
+	def := []fsm.SecurityGroupRef{{ID: "sg-default-p1", Name: "default"}}
 	want := []fsm.ServerPort{
-		{ID: made.ID, NetworkID: netA, NetworkName: "tenant", MAC: made.MACAddress, FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}}},
-		{ID: hers.ID, NetworkID: netA, NetworkName: "tenant", MAC: hers.MACAddress, FixedIPs: []fsm.PortIP{{Address: hers.FixedIPs[0].IPAddress, Version: 4}}, User: true},
+		{ID: made.ID, NetworkID: netA, NetworkName: "tenant", MAC: made.MACAddress, FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}},
+			SecurityGroups: def, GroupsKnown: true},
+		{ID: hers.ID, NetworkID: netA, NetworkName: "tenant", MAC: hers.MACAddress, FixedIPs: []fsm.PortIP{{Address: hers.FixedIPs[0].IPAddress, Version: 4}}, User: true,
+			SecurityGroups: def, GroupsKnown: true},
 	}
 	if fmt.Sprint(rec.Ports) != fmt.Sprint(want) {
 		t.Fatalf("recorded\n %+v\nwant\n %+v", rec.Ports, want)
