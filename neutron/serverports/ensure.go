@@ -83,11 +83,16 @@ func (e *ensurer) netName(id string) (string, error) {
 	if n, ok := e.names[id]; ok {
 		return n, nil
 	}
+	if n, ok := e.p.knownNetwork(id); ok {
+		e.names[id] = n
+		return n, nil
+	}
 	n, err := e.p.nt.Network(e.ctx, id)
 	if err != nil {
 		return "", portError(err, "reading network "+id+" of server "+e.s.ID)
 	}
 	e.names[id] = n.Name
+	e.p.rememberNetwork(id, n.Name)
 	return n.Name, nil
 }
 

@@ -67,6 +67,39 @@ type Ports struct {
 	mu     sync.Mutex
 	leases map[string]leaseMark // server → this host's last create lease
 	groups map[string]string    // security group id → name, as last read (secgroups.go)
+	nets   map[string]netName   // network id → its name, as last read
+}
+
+// netName is a network's name as read at a time.
+type netName struct {
+	name string
+	read time.Time
+}
+
+// networkNameFor is how long a network's name read from Neutron names the
+// ports recorded on it (a rename shows in the ports recorded after it).
+const networkNameFor = time.Minute
+
+// maxNetworkNames bounds the network names a host remembers.
+const maxNetworkNames = 1024
+
+func (p *Ports) knownNetwork(id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.nets[id]
+	if !ok || time.Since(n.read) > networkNameFor {
+		return "", false
+	}
+	return n.name, true
+}
+
+func (p *Ports) rememberNetwork(id, name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.nets) >= maxNetworkNames {
+		clear(p.nets)
+	}
+	p.nets[id] = netName{name: name, read: time.Now()}
 }
 
 // New returns the port lifecycle of a host whose ports have cfg.VNICType.
@@ -83,7 +116,7 @@ func New(nt Neutron, cfg Config) (*Ports, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Ports{nt: nt, vnic: cfg.VNICType, log: cfg.Logger.With("component", "server-ports", "vnic_type", cfg.VNICType),
-		leases: map[string]leaseMark{}, groups: map[string]string{}}, nil
+		leases: map[string]leaseMark{}, groups: map[string]string{}, nets: map[string]netName{}}, nil
 }
 
 // portCommands are the commands of the port steps: each is sent only

@@ -233,3 +233,24 @@ func TestSecurityGroupChangeRefusedIntent(t *testing.T) {
 }
 
 func netipPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// The network's name a port is recorded with is read from Neutron once
+// for a while, not at every boot: a second server on the same network
+// soon after reads none.
+func TestNetworkNameRememberedForAWhile(t *testing.T) {
+	nt := neutrontest.New(neutron.Network{ID: netA, Name: "tenant", Shared: true})
+	nt.NetworkCalls = make(chan struct{}, 16)
+	c := newLocal(t)
+	run(t, c, nt)
+	for i, id := range []string{serverID, "10000000-0000-4000-9000-000000000002"} {
+		c.Must(t, &fsm.CreateServer{ID: id, Name: fmt.Sprint("vm-", i), FlavorID: "f1", ImageRef: "img", Host: "h1",
+			Networks: []fsm.Network{{UUID: netA}}})
+		waitStatus(t, c, id, fsm.StatusActive)
+		if p := c.Store().ServerNet(id).Ports; len(p) != 1 || p[0].NetworkName != "tenant" {
+			t.Fatalf("recorded %+v", p)
+		}
+	}
+	if n := len(nt.NetworkCalls); n != 1 {
+		t.Fatalf("%d reads of the network for two boots, want 1", n)
+	}
+}
