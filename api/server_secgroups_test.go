@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/neutron"
@@ -161,6 +163,15 @@ func TestServerSecurityGroups(t *testing.T) {
 	if e.digest() != before {
 		t.Fatal("a refused security group request changed the state")
 	}
+	// A name is looked up by id only when it is a UUID, as neutronclient's
+	// find_resourceid_by_name_or_id does: "nope" and "dup" were not.
+	nt.mu.Lock()
+	for _, id := range nt.groupIDsAsked {
+		if uuid.Validate(id) != nil {
+			t.Errorf("Neutron asked for the security group of id %q: only a UUID is looked up by id", id)
+		}
+	}
+	nt.mu.Unlock()
 
 	if r := do(t, e.ts, http.MethodPost, action, aliceToken, `{"addSecurityGroup": {"name": "web"}}`, nil); r.code != http.StatusAccepted {
 		t.Fatalf("add: %s", r)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
@@ -55,16 +56,19 @@ func errNoUniqueGroup(name string) error {
 
 // findSecurityGroup resolves name (a group's id or name) as Nova's
 // find_resourceid_by_name_or_id does: a group of project with that id (any
-// project's for an admin), else the one group of project with that name.
+// project's for an admin; looked for only when name is a UUID, as
+// neutronclient does), else the one group of project with that name.
 // found is false when there is none; several of that name are Nova's 409.
 func (h *Handlers) findSecurityGroup(ctx context.Context, name, project string, admin bool) (g neutron.SecurityGroup, found bool, err error) {
-	byID, err := h.networks.SecurityGroups(ctx, neutron.SecurityGroupFilter{IDs: []string{name}})
-	if err != nil {
-		return g, false, neutronUnavailable("security group "+name, err)
-	}
-	for _, g := range byID {
-		if g.ID == name && (admin || g.ProjectID == project) {
-			return g, true, nil
+	if uuid.Validate(name) == nil {
+		byID, err := h.networks.SecurityGroups(ctx, neutron.SecurityGroupFilter{IDs: []string{name}})
+		if err != nil {
+			return g, false, neutronUnavailable("security group "+name, err)
+		}
+		for _, g := range byID {
+			if g.ID == name && (admin || g.ProjectID == project) {
+				return g, true, nil
+			}
 		}
 	}
 	byName, err := h.networks.SecurityGroups(ctx, neutron.SecurityGroupFilter{ProjectID: project, Name: name})
