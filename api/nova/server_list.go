@@ -51,7 +51,7 @@ func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
 			return err
 		}
 		all := h.st.Store().Servers()
-		slices.SortStableFunc(all, less)
+		slices.SortStableFunc(all, func(a, b fsm.Server) int { return less(&a, &b) })
 		listed, more, err := pageOf(all, p, func(v fsm.Server) string { return v.ID }, keep)
 		if err != nil {
 			return err
@@ -199,33 +199,42 @@ var sortIgnored = []string{"architecture", "cell_name", "cleaned", "default_ephe
 	"id", "key_data", "launched_on", "locked", "memory_mb", "os_type", "reservation_id", "root_gb",
 	"shutdown_terminate", "user_data", "vcpus", "vm_mode"}
 
-// sortKeys are Nova's sort keys and what each compares; the keys of
-// fields every corral server holds alike compare nothing.
-var sortKeys = map[string]func(fsm.Server) string{
-	"access_ip_v4": func(v fsm.Server) string { return v.AccessIPv4 },
-	"access_ip_v6": func(v fsm.Server) string { return v.AccessIPv6 },
-	"created_at":   func(v fsm.Server) string { return v.CreatedAt.UTC().Format(time.RFC3339Nano) },
-	"updated_at":   func(v fsm.Server) string { return v.UpdatedAt.UTC().Format(time.RFC3339Nano) },
-	"display_description": func(v fsm.Server) string {
+// serverCmp compares two servers by one sort key.
+type serverCmp func(a, b *fsm.Server) int
+
+// byText compares the text get returns.
+func byText(get func(v *fsm.Server) string) serverCmp {
+	return func(a, b *fsm.Server) int { return strings.Compare(get(a), get(b)) }
+}
+
+// sortKeys are Nova's sort keys and how each compares; the keys of
+// fields every corral server holds alike compare nothing. Times compare
+// in time, as in Nova's database.
+var sortKeys = map[string]serverCmp{
+	"access_ip_v4": byText(func(v *fsm.Server) string { return v.AccessIPv4 }),
+	"access_ip_v6": byText(func(v *fsm.Server) string { return v.AccessIPv6 }),
+	"created_at":   func(a, b *fsm.Server) int { return a.CreatedAt.Compare(b.CreatedAt) },
+	"updated_at":   func(a, b *fsm.Server) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
+	"display_description": byText(func(v *fsm.Server) string {
 		if v.Description == nil {
 			return ""
 		}
 		return *v.Description
-	},
-	"display_name":     func(v fsm.Server) string { return v.Name },
-	"host":             func(v fsm.Server) string { return v.Host },
-	"node":             func(v fsm.Server) string { return v.NodeUUID },
-	"hostname":         func(v fsm.Server) string { return v.Hostname() },
-	"image_ref":        func(v fsm.Server) string { return v.Image() },
-	"instance_type_id": func(v fsm.Server) string { return v.Flavor.ID },
-	"key_name":         func(v fsm.Server) string { return v.KeyName },
-	"launch_index":     func(v fsm.Server) string { return fmt.Sprintf("%010d", v.LaunchIndex) },
-	"project_id":       func(v fsm.Server) string { return v.Project() },
-	"user_id":          func(v fsm.Server) string { return v.User() },
-	"uuid":             func(v fsm.Server) string { return v.ID },
-	"task_state":       func(v fsm.Server) string { return v.TaskState },
-	"vm_state":         func(v fsm.Server) string { s, _ := vmStateOf(serverItem{v: v}).(string); return s },
-	"power_state":      func(v fsm.Server) string { return fmt.Sprint(powerStateOf(serverItem{v: v})) },
+	}),
+	"display_name":     byText(func(v *fsm.Server) string { return v.Name }),
+	"host":             byText(func(v *fsm.Server) string { return v.Host }),
+	"node":             byText(func(v *fsm.Server) string { return v.NodeUUID }),
+	"hostname":         byText(func(v *fsm.Server) string { return v.Hostname() }),
+	"image_ref":        byText(func(v *fsm.Server) string { return v.Image() }),
+	"instance_type_id": byText(func(v *fsm.Server) string { return v.Flavor.ID }),
+	"key_name":         byText(func(v *fsm.Server) string { return v.KeyName }),
+	"launch_index":     func(a, b *fsm.Server) int { return cmp.Compare(a.LaunchIndex, b.LaunchIndex) },
+	"project_id":       byText(func(v *fsm.Server) string { return v.Project() }),
+	"user_id":          byText(func(v *fsm.Server) string { return v.User() }),
+	"uuid":             byText(func(v *fsm.Server) string { return v.ID }),
+	"task_state":       byText(func(v *fsm.Server) string { return v.TaskState }),
+	"vm_state":         byText(func(v *fsm.Server) string { s, _ := vmStateOf(serverItem{v: *v}).(string); return s }),
+	"power_state":      byText(func(v *fsm.Server) string { return fmt.Sprint(powerStateOf(serverItem{v: *v})) }),
 	"auto_disk_config": nil, "availability_zone": nil, "config_drive": nil, "kernel_id": nil,
 	"launched_at": nil, "locked_by": nil, "progress": nil, "ramdisk_id": nil, "root_device_name": nil,
 	"terminated_at": nil,
@@ -234,7 +243,7 @@ var sortKeys = map[string]func(fsm.Server) string{
 // serverOrder is the order of a server list's query: sort_key and
 // sort_dir as Nova takes them (newest first by default), created_at and
 // the id last so that pages are stable.
-func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server) int, error) {
+func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b *fsm.Server) int, error) {
 	keys, dirs := q["sort_key"], q["sort_dir"]
 	if len(keys) == 0 {
 		keys = []string{"created_at"}
@@ -256,7 +265,7 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server
 		}
 	}
 	type order struct {
-		get  func(fsm.Server) string
+		cmp  serverCmp
 		desc bool
 	}
 	var orders []order
@@ -273,7 +282,7 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server
 		get, known := sortKeys[k]
 		switch {
 		case k == "locked" && mvAtLeast(c, 2, 73):
-			get = func(v fsm.Server) string { return fmt.Sprint(v.Locked) }
+			get = byText(func(v *fsm.Server) string { return fmt.Sprint(v.Locked) })
 		case !known:
 			return nil, core.BadRequest("Invalid input for query parameters sort_key. Value: %s. '%s' is not one of the sort keys of servers", k, k)
 		case (k == "host" || k == "node") && !admin:
@@ -281,19 +290,19 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server
 		case get == nil:
 			continue
 		}
-		orders = append(orders, order{get: get, desc: dir == "desc"})
+		orders = append(orders, order{cmp: get, desc: dir == "desc"})
 	}
 	// Nova's defaults come last: created_at and the id, in the first
 	// direction given (desc when none is); the servers of one request
 	// in their launch order, as Nova's ids grow.
 	desc := len(keptDirs) == 0 || keptDirs[0] == "desc"
 	if !slices.Contains(kept, "created_at") {
-		orders = append(orders, order{get: sortKeys["created_at"], desc: desc})
+		orders = append(orders, order{cmp: sortKeys["created_at"], desc: desc})
 	}
-	orders = append(orders, order{get: sortKeys["launch_index"], desc: desc}, order{get: sortKeys["uuid"], desc: desc})
-	return func(a, b fsm.Server) int {
+	orders = append(orders, order{cmp: sortKeys["launch_index"], desc: desc}, order{cmp: sortKeys["uuid"], desc: desc})
+	return func(a, b *fsm.Server) int {
 		for _, o := range orders {
-			if n := cmp.Compare(o.get(a), o.get(b)); n != 0 {
+			if n := o.cmp(a, b); n != 0 {
 				if o.desc {
 					return -n
 				}
