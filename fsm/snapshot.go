@@ -266,7 +266,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, fmt.Errorf("%w: snapshot applied index: %w", ErrInvalid, truncated(err))
 	}
 	st := newState()
-	st.loadVersion = version
+	st.loadVersion, st.indexLater = version, true
 	if version > snapshotVersionJSON {
 		servers, err := binary.ReadUvarint(br)
 		if err != nil {

@@ -2,6 +2,7 @@ package nova
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -42,17 +43,18 @@ func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		keep, err := serverFilter(c, q, project, h.st.Store().ServerNet)
+		sel, err := serverFilter(c, q, project)
 		if err != nil {
 			return err
 		}
-		less, err := serverOrder(c, q, cl.SeesEveryProject())
+		order, err := serverOrder(c, q, cl.SeesEveryProject())
 		if err != nil {
 			return err
 		}
-		all := h.st.Store().Servers()
-		slices.SortStableFunc(all, func(a, b fsm.Server) int { return less(&a, &b) })
-		listed, more, err := pageOf(all, p, func(v fsm.Server) string { return v.ID }, keep)
+		listed, more, err := h.st.Store().ListServers(sel.query(order, p))
+		if errors.Is(err, fsm.ErrNotFound) {
+			return core.BadRequest("marker [%s] not found", p.marker)
+		}
 		if err != nil {
 			return err
 		}
@@ -106,26 +108,46 @@ func serverAddrs(v fsm.Server, net fsm.ServerNet, version int) []string {
 	return out
 }
 
+// serverSelect is what a server list's query selects.
+type serverSelect struct {
+	project string
+	deleted bool      // deleted servers too
+	since   time.Time // changes-since (zero: none)
+	// keep holds every filter of the query, the project, deleted and
+	// changes-since included; net reads a server's ports.
+	keep func(v *fsm.Server, net func(id string) fsm.ServerNet) bool
+}
+
+// query is the store's query of sel in order, paged as p.
+func (sel serverSelect) query(order serverOrdering, p page) fsm.ServerQuery {
+	fq := fsm.ServerQuery{Project: sel.project, Deleted: sel.deleted, Since: sel.since, Keep: sel.keep,
+		Marker: p.marker, Limit: p.limit, Desc: order.desc}
+	if !order.index {
+		fq.Order = order.cmp
+	}
+	return fq
+}
+
 // serverFilter is the filter of a server list's query.
-func serverFilter(c echo.Context, q url.Values, project string, netOf func(id string) fsm.ServerNet) (func(fsm.Server) bool, error) {
+func serverFilter(c echo.Context, q url.Values, project string) (serverSelect, error) {
 	name, err := regexParam(q, "name")
 	if err != nil {
-		return nil, err
+		return serverSelect{}, err
 	}
 	ip, err := regexParam(q, "ip")
 	if err != nil {
-		return nil, err
+		return serverSelect{}, err
 	}
 	ip6, err := regexParam(q, "ip6")
 	if err != nil {
-		return nil, err
+		return serverSelect{}, err
 	}
 	var since time.Time
 	if q.Has("changes-since") {
 		v := q.Get("changes-since")
 		t, err := parseISOTime(v)
 		if err != nil {
-			return nil, core.BadRequest("Invalid input for query parameters changes-since. Value: %s. '%s' is not a 'date-time'", v, v)
+			return serverSelect{}, core.BadRequest("Invalid input for query parameters changes-since. Value: %s. '%s' is not a 'date-time'", v, v)
 		}
 		since = t
 	}
@@ -135,14 +157,14 @@ func serverFilter(c echo.Context, q url.Values, project string, netOf func(id st
 	if mvAtLeast(c, 2, 26) {
 		tagsAll, tagsAny, notAll, notAny = tagList(q, "tags"), tagList(q, "tags-any"), tagList(q, "not-tags"), tagList(q, "not-tags-any")
 	}
-	has := func(v fsm.Server, t string) bool { _, ok := slices.BinarySearch(v.Tags, t); return ok }
-	return func(v fsm.Server) bool {
+	has := func(v *fsm.Server, t string) bool { _, ok := slices.BinarySearch(v.Tags, t); return ok }
+	keep := func(v *fsm.Server, netOf func(id string) fsm.ServerNet) bool {
 		switch {
 		case !v.Live() && !deleted:
 			return false
 		case project != "" && v.Project() != project:
 			return false
-		case len(statuses) > 0 && !slices.ContainsFunc(statuses, func(s string) bool { return strings.EqualFold(s, serverStatus(v)) }):
+		case len(statuses) > 0 && !slices.ContainsFunc(statuses, func(s string) bool { return strings.EqualFold(s, serverStatus(*v)) }):
 			return false
 		case q.Has("host") && q.Get("host") != v.Host:
 			return false
@@ -154,9 +176,9 @@ func serverFilter(c echo.Context, q url.Values, project string, netOf func(id st
 			return false
 		case name != nil && !name.MatchString(v.Name):
 			return false
-		case ip != nil && !slices.ContainsFunc(serverAddrs(v, netOf(v.ID), 4), ip.MatchString):
+		case ip != nil && !slices.ContainsFunc(serverAddrs(*v, netOf(v.ID), 4), ip.MatchString):
 			return false
-		case ip6 != nil && !slices.ContainsFunc(serverAddrs(v, netOf(v.ID), 6), ip6.MatchString):
+		case ip6 != nil && !slices.ContainsFunc(serverAddrs(*v, netOf(v.ID), 6), ip6.MatchString):
 			return false
 		case !since.IsZero() && v.UpdatedAt.Before(since):
 			return false
@@ -170,7 +192,8 @@ func serverFilter(c echo.Context, q url.Values, project string, netOf func(id st
 			return false
 		}
 		return true
-	}, nil
+	}
+	return serverSelect{project: project, deleted: deleted, since: since, keep: keep}, nil
 }
 
 func allOf(ts []string, f func(string) bool) bool {
@@ -240,10 +263,18 @@ var sortKeys = map[string]serverCmp{
 	"terminated_at": nil,
 }
 
+// serverOrdering is the order of a server list.
+type serverOrdering struct {
+	cmp func(a, b *fsm.Server) int
+	// index: the order is the store's index order (created_at,
+	// launch_index, uuid, in one direction; descending when desc).
+	index, desc bool
+}
+
 // serverOrder is the order of a server list's query: sort_key and
 // sort_dir as Nova takes them (newest first by default), created_at and
 // the id last so that pages are stable.
-func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b *fsm.Server) int, error) {
+func serverOrder(c echo.Context, q url.Values, admin bool) (serverOrdering, error) {
 	keys, dirs := q["sort_key"], q["sort_dir"]
 	if len(keys) == 0 {
 		keys = []string{"created_at"}
@@ -265,6 +296,7 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b *fsm.Serve
 		}
 	}
 	type order struct {
+		key  string
 		cmp  serverCmp
 		desc bool
 	}
@@ -277,30 +309,42 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b *fsm.Serve
 			dir = keptDirs[0]
 		}
 		if dir != "asc" && dir != "desc" {
-			return nil, core.BadRequest("Unknown sort direction, must be one of: asc, desc")
+			return serverOrdering{}, core.BadRequest("Unknown sort direction, must be one of: asc, desc")
 		}
 		get, known := sortKeys[k]
 		switch {
 		case k == "locked" && mvAtLeast(c, 2, 73):
 			get = byText(func(v *fsm.Server) string { return fmt.Sprint(v.Locked) })
 		case !known:
-			return nil, core.BadRequest("Invalid input for query parameters sort_key. Value: %s. '%s' is not one of the sort keys of servers", k, k)
+			return serverOrdering{}, core.BadRequest("Invalid input for query parameters sort_key. Value: %s. '%s' is not one of the sort keys of servers", k, k)
 		case (k == "host" || k == "node") && !admin:
-			return nil, fmt.Errorf("%w: Only administrators can sort servers by %s", core.ErrForbidden, k)
+			return serverOrdering{}, fmt.Errorf("%w: Only administrators can sort servers by %s", core.ErrForbidden, k)
 		case get == nil:
 			continue
 		}
-		orders = append(orders, order{cmp: get, desc: dir == "desc"})
+		orders = append(orders, order{key: k, cmp: get, desc: dir == "desc"})
 	}
 	// Nova's defaults come last: created_at and the id, in the first
 	// direction given (desc when none is); the servers of one request
 	// in their launch order, as Nova's ids grow.
 	desc := len(keptDirs) == 0 || keptDirs[0] == "desc"
 	if !slices.Contains(kept, "created_at") {
-		orders = append(orders, order{cmp: sortKeys["created_at"], desc: desc})
+		orders = append(orders, order{key: "created_at", cmp: sortKeys["created_at"], desc: desc})
 	}
-	orders = append(orders, order{cmp: sortKeys["launch_index"], desc: desc}, order{cmp: sortKeys["uuid"], desc: desc})
-	return func(a, b *fsm.Server) int {
+	orders = append(orders, order{key: "launch_index", cmp: sortKeys["launch_index"], desc: desc},
+		order{key: "uuid", cmp: sortKeys["uuid"], desc: desc})
+	// A key after the same key compares nothing: without them, is the
+	// order the index's?
+	var used []string
+	index := true
+	for _, o := range orders {
+		if !slices.Contains(used, o.key) {
+			used = append(used, o.key)
+			index = index && o.desc == orders[0].desc
+		}
+	}
+	index = index && slices.Equal(used, []string{"created_at", "launch_index", "uuid"})
+	cmpAll := func(a, b *fsm.Server) int {
 		for _, o := range orders {
 			if n := o.cmp(a, b); n != 0 {
 				if o.desc {
@@ -310,5 +354,6 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b *fsm.Serve
 			}
 		}
 		return 0
-	}, nil
+	}
+	return serverOrdering{cmp: cmpAll, index: index, desc: orders[0].desc}, nil
 }
