@@ -19,9 +19,9 @@ import (
 
 // referenceList is GET /servers as it was before the store's indexes:
 // every server the state holds, sorted in the query's order, paged from
-// the marker with the query's filter. It returns the ids listed, whether
-// the answer links a next page, and the error.
-func referenceList(c echo.Context, s *fsm.Store) ([]string, bool, error) {
+// the marker with the query's filter. It returns the servers listed,
+// whether the answer links a next page, and the error.
+func referenceList(c echo.Context, s *fsm.Store) ([]fsm.Server, bool, error) {
 	q := c.QueryParams()
 	p, err := parsePage(q, limitZeroIsEmpty)
 	if err != nil {
@@ -40,18 +40,51 @@ func referenceList(c echo.Context, s *fsm.Store) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	all := s.Servers()
-	slices.SortStableFunc(all, func(a, b fsm.Server) int { return order.cmp(&a, &b) })
+	servers := s.Servers()
+	ptrs := make([]*fsm.Server, len(servers))
+	for i := range servers {
+		ptrs[i] = &servers[i]
+	}
+	slices.SortStableFunc(ptrs, order.cmp)
+	all := make([]fsm.Server, len(ptrs))
+	for i, v := range ptrs {
+		all[i] = *v
+	}
 	listed, more, err := pageOf(all, p, func(v fsm.Server) string { return v.ID },
 		func(v fsm.Server) bool { return sel.keep(&v, s.ServerNet) })
 	if err != nil {
 		return nil, false, err
 	}
+	return listed, more && len(listed) > 0, nil
+}
+
+// referenceHandler answers GET /servers (brief) from referenceList.
+func referenceHandler(s *fsm.Store) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		listed, more, err := referenceList(c, s)
+		if err != nil {
+			return err
+		}
+		out := make([]any, 0, len(listed))
+		for _, v := range listed {
+			out = append(out, briefServer(c, v))
+		}
+		resp := map[string]any{"servers": out}
+		if more {
+			resp["servers_links"] = nextLinks(c, listed[len(listed)-1].ID)
+		}
+		return c.JSON(http.StatusOK, resp)
+	}
+}
+
+// referenceIDs is referenceList's ids.
+func referenceIDs(c echo.Context, s *fsm.Store) ([]string, bool, error) {
+	listed, more, err := referenceList(c, s)
 	ids := []string{}
 	for _, v := range listed {
 		ids = append(ids, v.ID)
 	}
-	return ids, more && len(listed) > 0, nil
+	return ids, more, err
 }
 
 // randomServers fills a store, by applying commands, with servers of
@@ -206,7 +239,7 @@ func TestServerListMatchesReference(t *testing.T) {
 			c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/servers?"+query, nil), httptest.NewRecorder())
 			c.Set(ctxMicroversion, mv)
 			core.SetCaller(c, cl)
-			want, wantMore, wantErr := referenceList(c, a.s)
+			want, wantMore, wantErr := referenceIDs(c, a.s)
 			for name, s := range map[string]*fsm.Store{"applied": a.s, "restored": restored} {
 				got, more, err := listed(t, s, cl, mv, query)
 				if fmt.Sprint(err) != fmt.Sprint(wantErr) || !slices.Equal(got, want) || more != wantMore {
