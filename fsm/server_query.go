@@ -114,23 +114,21 @@ func (emptyTree) Reverse(func(listKey) bool)          {}
 func (emptyTree) Ascend(listKey, func(listKey) bool)  {}
 func (emptyTree) Descend(listKey, func(listKey) bool) {}
 
-// deleted returns the deleted servers q selects, copies, updated at or
+// deleted calls visit with each deleted server q selects, updated at or
 // after Since: the only deleted servers read.
-func (l *lister) deleted() []Server {
-	var out []Server
-	visit := func(k changeKey) bool {
+func (l *lister) deleted(visit func(v *Server)) {
+	each := func(k changeKey) bool {
 		if v := l.st.servers[k.id]; l.keep(&v) {
-			out = append(out, v)
+			visit(&v)
 		}
 		return true
 	}
 	if l.q.Since.IsZero() {
-		l.st.idx.deleted.Scan(visit)
+		l.st.idx.deleted.Scan(each)
 	} else {
 		since := l.q.Since
-		l.st.idx.deleted.Ascend(changeKey{sec: since.Unix(), nsec: int32(since.Nanosecond())}, visit)
+		l.st.idx.deleted.Ascend(changeKey{sec: since.Unix(), nsec: int32(since.Nanosecond())}, each)
 	}
-	return out
 }
 
 // indexed lists in the index order: the live servers walked from the
@@ -145,26 +143,27 @@ func (l *lister) indexed() ([]Server, bool, error) {
 		mk = listKeyOf(l.marker)
 	}
 	after := func(k listKey) bool { return l.marker == nil || dir*compareListKeys(k, mk) > 0 }
-	type keyed struct {
-		k listKey
-		v Server
-	}
-	var dels []keyed
+	// The deleted servers selected, keys only, in the list's direction.
+	var dels []listKey
 	if l.q.Deleted {
-		for _, v := range l.deleted() {
-			if k := listKeyOf(&v); after(k) {
-				dels = append(dels, keyed{k, v})
+		l.deleted(func(v *Server) {
+			if k := listKeyOf(v); after(k) {
+				dels = append(dels, k)
 			}
-		}
-		slices.SortFunc(dels, func(a, b keyed) int { return dir * compareListKeys(a.k, b.k) })
+		})
+		slices.SortFunc(dels, func(a, b listKey) int { return dir * compareListKeys(a, b) })
+	}
+	emitKey := func(k listKey) bool {
+		v := l.st.servers[k.id]
+		return l.emit(&v)
 	}
 	done := false
 	visit := func(k listKey) bool {
 		if !after(k) {
 			return true // the marker itself
 		}
-		for len(dels) > 0 && dir*compareListKeys(dels[0].k, k) < 0 {
-			if !l.emit(&dels[0].v) {
+		for len(dels) > 0 && dir*compareListKeys(dels[0], k) < 0 {
+			if !emitKey(dels[0]) {
 				done = true
 				return false
 			}
@@ -189,7 +188,7 @@ func (l *lister) indexed() ([]Server, bool, error) {
 		tree.Descend(mk, visit)
 	}
 	for i := 0; !done && i < len(dels); i++ {
-		done = !l.emit(&dels[i].v)
+		done = !emitKey(dels[i])
 	}
 	return l.out, l.more, nil
 }
@@ -205,7 +204,7 @@ func (l *lister) sorted() ([]Server, bool, error) {
 		return true
 	})
 	if l.q.Deleted {
-		all = append(all, l.deleted()...)
+		l.deleted(func(v *Server) { all = append(all, *v) })
 	}
 	ptrs := make([]*Server, len(all))
 	for i := range all {
