@@ -83,3 +83,22 @@ func BenchmarkRestoreHeapScale(b *testing.B) {
 	}
 	b.ReportMetric(float64(heap)/float64(b.N)/1e6, "heap-MB")
 }
+
+// BenchmarkIndexServersScale builds the server indexes of the 10^5
+// servers of the scale store as a restore does: the servers noted in the
+// order of the snapshot's records (by ID), then indexed at once.
+func BenchmarkIndexServersScale(b *testing.B) {
+	s, _ := storeAtScale(b)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := sortedIDs(s.st.servers)
+	b.ReportAllocs()
+	for b.Loop() {
+		ib := indexBuild{live: make([]liveEntry, 0, len(ids))}
+		for _, id := range ids {
+			v := s.st.servers[id]
+			ib.add(&v)
+		}
+		ib.index()
+	}
+}

@@ -127,9 +127,14 @@ func sameIndexKeys(a, b *Server) bool {
 }
 
 // reindexServer moves s in the indexes from where old (when had) stood;
-// during a restore the indexes are built once every server is loaded.
+// during a restore it notes s for the indexes built once every server is
+// loaded.
 func (st *state) reindexServer(old *Server, had bool, s *Server) {
-	if st.indexLater || had && sameIndexKeys(old, s) {
+	if st.indexLater {
+		st.loaded.add(s)
+		return
+	}
+	if had && sameIndexKeys(old, s) {
 		return
 	}
 	if had {
@@ -145,40 +150,86 @@ func (st *state) unindexServer(old *Server) {
 	}
 }
 
-// buildServerIndex builds the indexes of st's servers at the end of a
-// restore.
+// buildServerIndex builds the indexes of the servers a restore loaded.
 func (st *state) buildServerIndex() {
-	st.idx, st.indexLater = indexServers(st.servers), false
+	st.idx, st.indexLater = st.loaded.index(), false
+	st.loaded = indexBuild{}
 }
 
-// indexServers returns the indexes of servers: the keys sorted once, then
-// loaded in order, which the trees take at the cost of an append.
+// indexServers returns the indexes of servers.
 func indexServers(servers map[string]Server) serverIndex {
-	type projectKey struct {
-		k listKey
-		p string
+	var b indexBuild
+	for _, s := range servers { // any order: sorted by the build
+		b.add(&s)
 	}
-	live := make([]projectKey, 0, len(servers))
-	var deleted []changeKey
-	for _, s := range servers { // any order: sorted below
-		if s.Live() {
-			live = append(live, projectKey{listKeyOf(&s), s.Project()})
-		} else {
-			deleted = append(deleted, changeKeyOf(&s))
+	return b.index()
+}
+
+// indexBuild collects the keys of servers to build their indexes at once:
+// the keys sorted, then loaded in order, which the trees take at the cost
+// of an append.
+type indexBuild struct {
+	live    []liveEntry
+	deleted []deletedEntry
+	// ordered: the servers came in ascending ID order, as a snapshot
+	// holds them; their arrival then sorts ties of time as their IDs
+	// would, without comparing IDs (which share long prefixes). Either
+	// way the trees place every key by its own order: the sort only
+	// makes loading them an append.
+	ordered bool
+	last    string
+}
+
+type liveEntry struct {
+	k   listKey
+	p   string // Server.Project
+	seq int    // arrival
+}
+
+type deletedEntry struct {
+	k   changeKey
+	seq int
+}
+
+func (b *indexBuild) add(s *Server) {
+	n := len(b.live) + len(b.deleted)
+	if n == 0 {
+		b.ordered = true
+	} else if s.ID <= b.last {
+		b.ordered = false
+	}
+	b.last = s.ID
+	if s.Live() {
+		b.live = append(b.live, liveEntry{k: listKeyOf(s), p: s.Project(), seq: n})
+	} else {
+		b.deleted = append(b.deleted, deletedEntry{k: changeKeyOf(s), seq: n})
+	}
+}
+
+func (b *indexBuild) index() serverIndex {
+	live, deleted := b.live, b.deleted
+	liveCmp := func(x, y liveEntry) int { return compareListKeys(x.k, y.k) }
+	delCmp := func(x, y deletedEntry) int { return compareChangeKeys(x.k, y.k) }
+	if b.ordered {
+		liveCmp = func(x, y liveEntry) int {
+			return cmp.Or(cmp.Compare(x.k.sec, y.k.sec), cmp.Compare(x.k.nsec, y.k.nsec), cmp.Compare(x.k.li, y.k.li), cmp.Compare(x.seq, y.seq))
+		}
+		delCmp = func(x, y deletedEntry) int {
+			return cmp.Or(cmp.Compare(x.k.sec, y.k.sec), cmp.Compare(x.k.nsec, y.k.nsec), cmp.Compare(x.seq, y.seq))
 		}
 	}
 	x := newServerIndex()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		slices.SortFunc(deleted, compareChangeKeys)
-		for _, k := range deleted {
-			x.deleted.Load(k)
+		slices.SortFunc(deleted, delCmp)
+		for _, e := range deleted {
+			x.deleted.Load(e.k)
 		}
 	})
-	slices.SortFunc(live, func(a, b projectKey) int { return compareListKeys(a.k, b.k) })
-	for _, pk := range live {
-		x.live.Load(pk.k)
-		x.project(pk.p).Load(pk.k)
+	slices.SortFunc(live, liveCmp)
+	for _, e := range live {
+		x.live.Load(e.k)
+		x.project(e.p).Load(e.k)
 	}
 	wg.Wait()
 	return x

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"math/rand/v2"
@@ -136,5 +137,37 @@ func TestServerReadsMatchReference(t *testing.T) {
 	}
 	if seen < 10 {
 		t.Fatalf("%d deleted servers in all: the sequences tested too few", seen)
+	}
+}
+
+// A restore builds the indexes in the order of the servers' fields
+// whatever the order of their records: a snapshot holds them by ID, and a
+// stream that does not is indexed all the same.
+func TestRestoredIndexesAnyRecordOrder(t *testing.T) {
+	t1 := at(1).At
+	var servers []Server
+	for i, id := range []string{"s-d", "s-c", "s-b", "s-a", "s-e"} {
+		s := Server{ID: id, Name: id, Status: StatusError, Flavor: testFlavor("bm", "bm"), ImageRef: "img",
+			CreatedAt: t1, UpdatedAt: t1, LaunchIndex: i % 2, ProjectID: []string{"p1", ""}[i%2]}
+		if i >= 3 {
+			s.Status, s.UpdatedAt = StatusDeleted, at(5-i).At
+		}
+		servers = append(servers, s)
+	}
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {3, 2, 1, 0, 4}, {4, 3, 2, 1, 0}} {
+		var recs [][]byte
+		for _, i := range order {
+			recs = append(recs, record(RecordServer, string(appendServer(nil, &servers[i], snapshotVersionFields))))
+		}
+		s := New()
+		if err := s.Restore(bytes.NewReader(stream(snapshotVersionFields, 1, recs...))); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.RLock()
+		checkServerIndex(t, s.st)
+		s.mu.RUnlock()
+		if got := treeItems(s.st.idx.live); len(got) != 3 || got[0].id != "s-b" || got[1].id != "s-d" || got[2].id != "s-c" {
+			t.Fatalf("records in order %v: live index %v", order, got)
+		}
 	}
 }

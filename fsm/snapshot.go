@@ -280,6 +280,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		// corrupt count cannot allocate without limit.
 		hint := func(n uint64) int { return int(min(n, 1<<20)) }
 		st.servers = make(map[string]Server, hint(servers))
+		st.loaded.live = make([]liveEntry, 0, hint(servers))
 		st.reservations = make(map[string]string, hint(servers))
 		st.nodes = make(map[string]Node, hint(nodes))
 	}

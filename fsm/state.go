@@ -54,6 +54,7 @@ type state struct {
 	// server_index.go).
 	idx        serverIndex
 	indexLater bool
+	loaded     indexBuild // the servers a restore loaded, while indexLater
 	// conflicted holds every mirrored node with an inventory conflict, and
 	// possibly nodes whose conflict cleared since the last node sync
 	// (index, kept by applySyncNodes, rebuilt on restore; see node.go).
