@@ -56,11 +56,13 @@ func BenchmarkApplyServerChurn(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := processCPU()
 	for _, e := range entries {
 		for _, data := range e {
 			apply(data)
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkRestoreHeapScale is the heap a store restored from the

@@ -93,6 +93,7 @@ func (l *lister) emit(v *Server) bool {
 
 // liveTree is the index of the live servers q reads.
 func (l *lister) liveTree() interface {
+	Len() int
 	Scan(func(listKey) bool)
 	Reverse(func(listKey) bool)
 	Ascend(listKey, func(listKey) bool)
@@ -109,6 +110,7 @@ func (l *lister) liveTree() interface {
 
 type emptyTree struct{}
 
+func (emptyTree) Len() int                            { return 0 }
 func (emptyTree) Scan(func(listKey) bool)             {}
 func (emptyTree) Reverse(func(listKey) bool)          {}
 func (emptyTree) Ascend(listKey, func(listKey) bool)  {}
@@ -196,8 +198,9 @@ func (l *lister) indexed() ([]Server, bool, error) {
 // sorted lists in q.Order: the servers selected (the live ones, and the
 // deleted ones only when asked for) sorted, then paged from the marker.
 func (l *lister) sorted() ([]Server, bool, error) {
-	var all []Server
-	l.liveTree().Scan(func(k listKey) bool {
+	tree := l.liveTree()
+	all := make([]Server, 0, tree.Len())
+	tree.Scan(func(k listKey) bool {
 		if v := l.st.servers[k.id]; l.keep(&v) {
 			all = append(all, v)
 		}
