@@ -95,6 +95,7 @@ func BenchmarkIndexServersScale(b *testing.B) {
 	defer s.mu.RUnlock()
 	ids := sortedIDs(s.st.servers)
 	b.ReportAllocs()
+	cpu := processCPU()
 	for b.Loop() {
 		ib := indexBuild{live: make([]liveEntry, 0, len(ids))}
 		for _, id := range ids {
@@ -103,4 +104,5 @@ func BenchmarkIndexServersScale(b *testing.B) {
 		}
 		ib.index()
 	}
+	reportCPU(b, cpu)
 }
