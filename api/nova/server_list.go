@@ -151,7 +151,13 @@ func serverFilter(c echo.Context, q url.Values, project string) (serverSelect, e
 		}
 		since = t
 	}
-	deleted := q.Get("deleted") == "true" || !since.IsZero() && !q.Has("deleted")
+	// deleted is an admin's filter (Nova drops it from anyone else's
+	// query): oslo's boolean words list the deleted servers only, as Nova's
+	// database filter; any other value the live ones; left out, the live
+	// ones, and the deleted too with changes-since.
+	hasDeleted := q.Has("deleted") && core.CallerOf(c).SeesEveryProject()
+	onlyDeleted := hasDeleted && boolFromString(q.Get("deleted"))
+	deleted := onlyDeleted || !since.IsZero() && !hasDeleted
 	statuses := q["status"]
 	var tagsAll, tagsAny, notAll, notAny []string
 	if mvAtLeast(c, 2, 26) {
@@ -160,7 +166,7 @@ func serverFilter(c echo.Context, q url.Values, project string) (serverSelect, e
 	has := func(v *fsm.Server, t string) bool { _, ok := slices.BinarySearch(v.Tags, t); return ok }
 	keep := func(v *fsm.Server, netOf func(id string) fsm.ServerNet) bool {
 		switch {
-		case !v.Live() && !deleted:
+		case !v.Live() && !deleted, onlyDeleted && v.Live():
 			return false
 		case project != "" && v.Project() != project:
 			return false
