@@ -73,7 +73,8 @@ func TestServerExternalEvents(t *testing.T) {
 		t.Fatalf("no event accepted: %s, want 207 with a 404", r)
 	}
 
-	// The server's create shows them, after the build's event.
+	// The server's create shows them, after the build's event (newest
+	// first, as Nova lists an action's events).
 	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+id+"/os-instance-actions/"+rid, memberA, "", mv("2.62"))
 	if r.code != http.StatusOK {
 		t.Fatalf("show create: %s", r)
@@ -86,7 +87,7 @@ func TestServerExternalEvents(t *testing.T) {
 			t.Errorf("external event %v: no finish time or hostId", m)
 		}
 	}
-	if w := []string{"compute__do_build_and_run_instance Success", "network-vif-plugged Success", "network-changed Success"}; !reflect.DeepEqual(names, w) {
+	if w := []string{"network-changed Success", "network-vif-plugged Success", "compute__do_build_and_run_instance Success"}; !reflect.DeepEqual(names, w) {
 		t.Fatalf("events of the create %q, want %q", names, w)
 	}
 	if s.Host == "" {
