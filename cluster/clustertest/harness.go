@@ -57,14 +57,24 @@ type Harness struct {
 	byGossip    map[string]string // gossip address → peer name
 }
 
-// Timings of harness peers: short, so that elections and failure
-// detection take a fraction of a second, yet with a leader lease as long
-// as the heartbeat timeout, so that a leader on a loaded machine (-race,
-// parallel tests) does not step down between two heartbeats.
+// Timings of harness peers. Gossip's are short, so that failure
+// detection takes a fraction of a second. Raft's are a second: a test
+// waits about that long for a new leader, but CI runs the tests with
+// -race on two cores shared with other builds, where a goroutine may not
+// run for some hundreds of milliseconds. With 300 ms an idle 3-peer
+// cluster changed leaders 11 times in a minute on such a machine, and a
+// test's write or request in between failed with "leadership lost" or
+// 503 no_leader; with a second, once. The lease stays as long as the
+// heartbeat timeout, so that a leader does not step down between two
+// heartbeats. An RPC between peers may take as long as over the peers'
+// TCP transport (5 s, cluster/raftstream.go), where the in-memory
+// transport's default (500 ms) dropped votes and heartbeats that were
+// only late.
 var (
+	rpcTimeout  = 5 * time.Second
 	raftTimings = cluster.RaftTimings{
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-		LeaderLeaseTimeout: 300 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+		LeaderLeaseTimeout: time.Second, CommitTimeout: 5 * time.Millisecond,
 	}
 	gossipTimings = cluster.GossipTimings{
 		ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond,
@@ -112,7 +122,7 @@ func freePort(t testing.TB) int {
 
 func (h *Harness) start(p *Peer, expect int) {
 	h.t.Helper()
-	_, p.trans = raft.NewInmemTransport(raft.ServerAddress(p.Name))
+	_, p.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(p.Name), rpcTimeout)
 	h.mu.Lock()
 	for _, o := range h.peers {
 		if o.Node != nil && h.raftLinked(o.Name, p.Name) {
