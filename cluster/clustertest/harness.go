@@ -99,25 +99,21 @@ func Start(t testing.TB, n int, opts Options) *Harness {
 }
 
 // Add starts a new peer; expect is its --bootstrap-expect (0 to join an
-// existing cluster).
+// existing cluster). Its gossip binds a port the kernel picks (a port
+// chosen free beforehand may be any connection's source port by the time
+// the peer binds it); a restart binds the same one again.
 func (h *Harness) Add(name string, expect int) *Peer {
 	h.t.Helper()
-	p := &Peer{Name: name, dataDir: h.t.TempDir(), gport: freePort(h.t)}
-	h.mu.Lock()
-	h.byGossip[net.JoinHostPort("127.0.0.1", strconv.Itoa(p.gport))] = name
-	h.mu.Unlock()
+	p := &Peer{Name: name, dataDir: h.t.TempDir()}
 	h.start(p, expect)
-	return p
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	_, port, err := net.SplitHostPort(p.Node.GossipAddr())
+	if p.gport, _ = strconv.Atoi(port); err != nil || p.gport == 0 {
+		h.t.Fatalf("peer %s gossips on %q", name, p.Node.GossipAddr())
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	h.mu.Lock()
+	h.byGossip[net.JoinHostPort("127.0.0.1", port)] = name
+	h.mu.Unlock()
+	return p
 }
 
 func (h *Harness) start(p *Peer, expect int) {
