@@ -31,7 +31,7 @@ func TestMassBootFlags(t *testing.T) {
 // -neutron needs -keystone, and the simulator.
 func TestNeutronFlags(t *testing.T) {
 	c, err := parseFlags([]string{"-keystone", "-neutron", "-neutron-env", "/x/neutron.env"})
-	if err != nil || !c.Neutron || c.NeutronEnv != "/x/neutron.env" || c.UserPorts != 12 || c.ReapGrace != 10*time.Second ||
+	if err != nil || !c.Neutron || c.NeutronEnv != "/x/neutron.env" || c.UserPorts != 12 || c.ReapGrace != time.Minute ||
 		c.Clients != 4 || c.BootEvery != 5*time.Second || c.MaxBusy != 3 || c.OpTimeout != 15*time.Second {
 		t.Fatalf("-keystone -neutron: %v %+v", err, c)
 	}
