@@ -49,6 +49,13 @@
 #   NEUTRON_PROVIDER_NETWORK=provider name of the shared flat provider network ('' : make none)
 #   NEUTRON_PROVIDER_CIDR=192.0.2.0/24  its subnet (provider-v4; DHCP off: nothing would serve it)
 #   NEUTRON_DB_URL                    SQLAlchemy URL (default sqlite:///$NEUTRON_DIR/neutron.sqlite)
+#   NEUTRON_API_POOL                  requests the API serves at once ([DEFAULT] wsgi_default_pool_size):
+#                                     1 with SQLite (default; each connection then closed after its answer,
+#                                     wsgi_keep_alive = false, or one idle client would hold the API),
+#                                     100 (Neutron's default, keep-alive on) otherwise. SQLite takes one
+#                                     writer; under eventlet a second write waits for it with the whole process
+#                                     blocked (the first cannot finish) for SQLite's 5 s busy timeout, then
+#                                     fails with 500 "database is locked". One at a time, nothing fails
 #   NEUTRON_MECHANISM_DRIVERS=baremetal  ML2 mechanism drivers
 #   NEUTRON_VLAN_RANGES=$NEUTRON_PHYSNET:100:199  [ml2_type_vlan] network_vlan_ranges
 #   NEUTRON_TENANT_NETWORK_TYPES=     '' (only admins make networks) or vlan
@@ -95,6 +102,12 @@ PY=/usr/bin/python3   # not "python3": a pyenv/venv python earlier on PATH has n
 mkdir -p "$NEUTRON_DIR"
 NEUTRON_DIR=$(cd "$NEUTRON_DIR" && pwd)
 NEUTRON_DB_URL=${NEUTRON_DB_URL:-sqlite:///$NEUTRON_DIR/neutron.sqlite}
+api_pool=100
+[[ $NEUTRON_DB_URL == sqlite* ]] && api_pool=1
+NEUTRON_API_POOL=${NEUTRON_API_POOL:-$api_pool}
+keep_alive=true
+[[ $NEUTRON_API_POOL == 1 ]] && keep_alive=false
+[[ $NEUTRON_API_POOL =~ ^[1-9][0-9]*$ ]] || { echo "neutron-up: NEUTRON_API_POOL=$NEUTRON_API_POOL is not a positive number" >&2; exit 1; }
 URL="http://${NEUTRON_HOST}:${NEUTRON_PORT}"
 CONF="$NEUTRON_DIR/neutron.conf"
 ML2="$NEUTRON_DIR/ml2_conf.ini"
@@ -382,6 +395,9 @@ debug = $debug
 # no RabbitMQ: oslo.messaging's in-process fake driver (nothing can talk to agents)
 transport_url = fake:/
 api_workers = 0
+# requests served at once (NEUTRON_API_POOL; 1 with SQLite: the header says why)
+wsgi_default_pool_size = $NEUTRON_API_POOL
+wsgi_keep_alive = $keep_alive
 rpc_workers = 0
 rpc_state_report_workers = 0
 agent_down_time = $agent_down_time
