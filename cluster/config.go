@@ -245,6 +245,9 @@ func (c *Config) setDefaults() {
 		settings[settingTextBounds] = "true" // "false" is how an older peer is played in tests
 	}
 	settings[settingCommands] = fsm.KnownCommands()
+	if _, set := settings[settingEncodings]; !set {
+		settings[settingEncodings] = fsm.KnownEncodings() // "0" is how an older peer is played in tests
+	}
 	if v := c.Version; v != "" {
 		// Gossip metadata must stay within memberlist's 512 bytes.
 		settings[settingVersion] = v[:min(len(v), maxVersionLen)]

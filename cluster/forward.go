@@ -18,11 +18,11 @@ type Forwarder interface {
 
 // forwardApply sends cmd to the leader and counts the outcome.
 func (n *Node) forwardApply(ctx context.Context, cmd fsm.Command) (uint64, error) {
-	api, err := n.leaderAPI()
+	api, leader, err := n.leaderTarget()
 	if err != nil {
 		return 0, err
 	}
-	data, err := fsm.Encode(cmd)
+	data, err := fsm.EncodeAs(cmd, n.forwardEncoding(leader))
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)
 	}
@@ -74,15 +74,21 @@ func (n *Node) ApplyForwarded(ctx context.Context, data []byte) (uint64, error) 
 
 // leaderAPI returns the API address of the current leader.
 func (n *Node) leaderAPI() (string, error) {
+	api, _, err := n.leaderTarget()
+	return api, err
+}
+
+// leaderTarget returns the API address and the name of the current leader.
+func (n *Node) leaderTarget() (api, name string, err error) {
 	_, id := n.raft.LeaderWithID()
 	if id == "" {
-		return "", ErrNoLeader
+		return "", "", ErrNoLeader
 	}
 	if m, ok := n.admittedMember(string(id)); ok && m.Meta.APIAddr != "" {
-		return m.Meta.APIAddr, nil
+		return m.Meta.APIAddr, string(id), nil
 	}
 	if h, err := n.store.Host(string(id)); err == nil && h.APIAddr != "" {
-		return h.APIAddr, nil
+		return h.APIAddr, string(id), nil
 	}
-	return "", fmt.Errorf("%w: leader %s has no known API address yet", ErrNoLeader, id)
+	return "", "", fmt.Errorf("%w: leader %s has no known API address yet", ErrNoLeader, id)
 }
