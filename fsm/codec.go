@@ -43,7 +43,7 @@ func Decode(data []byte) (Command, error) {
 	if e == EncodingJSON {
 		err = json.Unmarshal(data[1:], c)
 	} else {
-		err = decodeBinary(e, data[binaryHeader:], c)
+		err = decodeBinary(e, data[binaryHeader:], spec, c)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: decode %s %s body: %w", ErrInvalid, spec.name, e, err)

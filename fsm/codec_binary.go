@@ -1,11 +1,9 @@
 package fsm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 )
 
 // Encoding is how a log entry is written. Every version reads EncodingJSON;
@@ -70,7 +68,7 @@ func EncodingKnownIn(list string, e Encoding) bool { return listHas(list, uint8(
 
 // EncodeAs returns the log entry for c in encoding e. A command holding
 // what JSON does not carry as it is (text that is not UTF-8, a float that
-// is not finite, a time outside years 0 to 9999) is encoded in JSON
+// is not finite, a time not in UTC or outside years 0 to 9999) is encoded in JSON
 // whatever e, so that every peer stores what it always stored (JSON
 // writes U+FFFD for the text) or the command is refused as before.
 func EncodeAs(c Command, e Encoding) ([]byte, error) {
@@ -81,23 +79,24 @@ func EncodeAs(c Command, e Encoding) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: entry encoding %s is unknown", ErrInvalid, e)
 	}
-	if c == nil {
+	if c == nil || reflect.ValueOf(c).IsNil() {
 		return nil, fmt.Errorf("%w: cannot encode a nil command", ErrInvalid)
 	}
 	t := c.Type()
-	if _, ok := registry[t]; !ok {
+	spec, ok := registry[t]
+	v := reflect.ValueOf(c).Elem()
+	if !ok || v.Type() != spec.typ {
 		return nil, fmt.Errorf("%w: %d (%T): register the command before encoding it", ErrUnknownCommand, uint8(t), c)
 	}
-	w := mpWriters.Get().(*mpWriter)
-	defer mpWriters.Put(w)
-	w.b = append(w.b[:0], binaryEntry, byte(e), byte(t))
-	if err := mpTypeOf(reflect.TypeOf(c).Elem()).enc(w, reflect.ValueOf(c).Elem()); err != nil {
+	w := &mpWriter{b: make([]byte, 0, 256)}
+	w.b = append(w.b, binaryEntry, byte(e), byte(t))
+	if err := spec.mp.enc(w, v); err != nil {
 		if errors.Is(err, errNotJSONSafe) {
 			return Encode(c)
 		}
 		return nil, fmt.Errorf("encode %s: %w", t, err)
 	}
-	return bytes.Clone(w.b), nil
+	return w.b, nil
 }
 
 // EntryEncoding returns the encoding and command type of a log entry,
@@ -118,15 +117,12 @@ func EntryEncoding(data []byte) (Encoding, CommandType, error) {
 	return e, CommandType(data[2]), nil
 }
 
-// decodeBinary decodes the body of a binary entry of encoding e into c.
-func decodeBinary(e Encoding, body []byte, c Command) error {
+// decodeBinary decodes the body of a binary entry of encoding e into c,
+// a fresh command of spec.
+func decodeBinary(e Encoding, body []byte, spec commandSpec, c Command) error {
 	switch e {
 	case EncodingMsgpack:
-		return decodeMsgpack(body, c)
+		return decodeMsgpack(body, spec.mp, c)
 	}
 	return fmt.Errorf("%w: %s", ErrUnknownEncoding, e)
 }
-
-// mpWriters are the writers of EncodeAs, whose buffers are reused: an
-// entry is copied out at its size.
-var mpWriters = sync.Pool{New: func() any { return &mpWriter{b: make([]byte, 0, 1024)} }}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,6 +127,8 @@ type commandSpec struct {
 	name  string
 	new   func() Command
 	apply func(st *state, c Command) (any, error)
+	typ   reflect.Type // T of register[T]
+	mp    *mpType      // how EncodingMsgpack writes and reads T (mpcodec.go)
 }
 
 // registry maps every known command type to its spec. It is filled by init
@@ -151,6 +154,8 @@ func register[T any, P interface {
 	}
 	registry[t] = commandSpec{
 		name:  name,
+		typ:   reflect.TypeFor[T](),
+		mp:    mpTypeOf(reflect.TypeFor[T]()),
 		new:   func() Command { return P(new(T)) },
 		apply: func(st *state, c Command) (any, error) { return apply(st, c.(P)) },
 	}

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -44,20 +43,17 @@ type mpField struct {
 }
 
 var (
-	mpTypesMu sync.Mutex
-	mpTypes   sync.Map // reflect.Type → *mpType
-	timeType  = reflect.TypeFor[time.Time]()
+	// mpTypes are the plans built so far: written only while commands
+	// register (init functions), read-only afterwards.
+	mpTypes  = map[reflect.Type]*mpType{}
+	timeType = reflect.TypeFor[time.Time]()
 )
 
-// mpTypeOf returns the plan of t, building it on first use. A type the
-// plan cannot carry as JSON carries it is a programming error: it panics
-// (TestMsgpackPlansForEveryCommand builds every command's plan).
+// mpTypeOf returns the plan of t, building it if need be: register calls
+// it for every command type, so that a type the plan cannot carry as
+// JSON carries it stops the program at start, as any registration
+// mistake does. Only init functions (and tests) call it.
 func mpTypeOf(t reflect.Type) *mpType {
-	if p, ok := mpTypes.Load(t); ok {
-		return p.(*mpType)
-	}
-	mpTypesMu.Lock()
-	defer mpTypesMu.Unlock()
 	return buildMPType(t, map[reflect.Type]*mpType{})
 }
 
@@ -65,8 +61,8 @@ func mpTypeOf(t reflect.Type) *mpType {
 // that a type that holds itself (through a pointer, slice or map) reuses
 // its own.
 func buildMPType(t reflect.Type, building map[reflect.Type]*mpType) *mpType {
-	if p, ok := mpTypes.Load(t); ok {
-		return p.(*mpType)
+	if p, ok := mpTypes[t]; ok {
+		return p
 	}
 	if p, ok := building[t]; ok {
 		return p
@@ -100,7 +96,7 @@ func buildMPType(t reflect.Type, building map[reflect.Type]*mpType) *mpType {
 	default:
 		panic(fmt.Sprintf("fsm: %s cannot be written in msgpack as JSON writes it", t))
 	}
-	mpTypes.Store(t, p)
+	mpTypes[t] = p
 	return p
 }
 

@@ -16,11 +16,11 @@ type mpReader struct {
 }
 
 // decodeMsgpack decodes body, exactly one msgpack value, into the value
-// p points to (a fresh command).
-func decodeMsgpack(body []byte, p any) error {
+// p points to (a fresh command), whose plan is plan.
+func decodeMsgpack(body []byte, plan *mpType, p any) error {
 	v := reflect.ValueOf(p).Elem()
 	r := mpReader{b: body}
-	if err := mpTypeOf(v.Type()).dec(&r, v); err != nil {
+	if err := plan.dec(&r, v); err != nil {
 		return err
 	}
 	if r.i != len(body) {
