@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -95,6 +96,9 @@ func EncodeAs(c Command, e Encoding) ([]byte, error) {
 			return Encode(c)
 		}
 		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	if spare := cap(w.b) - len(w.b); spare > 1024 && spare > len(w.b)/4 {
+		return bytes.Clone(w.b), nil // raft keeps recent entries: not twice their size
 	}
 	return w.b, nil
 }

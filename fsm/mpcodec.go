@@ -156,7 +156,7 @@ func structFields(t reflect.Type, building map[reflect.Type]*mpType) []mpField {
 func zeroFunc(t reflect.Type) func(reflect.Value) bool {
 	if m, ok := t.MethodByName("IsZero"); ok && m.Type.NumIn() == 1 && m.Type.NumOut() == 1 && m.Type.Out(0).Kind() == reflect.Bool {
 		if t == timeType {
-			return func(v reflect.Value) bool { return v.Interface().(time.Time).IsZero() }
+			return func(v reflect.Value) bool { return timeOf(v).IsZero() }
 		}
 		panic(fmt.Sprintf("fsm: omitzero of %s, whose IsZero msgpack does not call", t))
 	}
@@ -176,9 +176,19 @@ type mpWriter struct {
 	keys []string // scratch for sorting map keys
 }
 
-func (w *mpWriter) nil() { w.b = append(w.b, 0xc0) }
+// room makes room for n more bytes, doubling the buffer when it grows
+// (append's own growth is gentler for large buffers: an entry of 40 KB
+// would be copied some fifteen times).
+func (w *mpWriter) room(n int) {
+	if cap(w.b)-len(w.b) < n {
+		w.b = slices.Grow(w.b, max(n, cap(w.b)))
+	}
+}
+
+func (w *mpWriter) nil() { w.room(1); w.b = append(w.b, 0xc0) }
 
 func (w *mpWriter) head(n int, fix, b16, b32 byte) {
+	w.room(5)
 	switch {
 	case n < 16:
 		w.b = append(w.b, fix|byte(n))
@@ -193,6 +203,7 @@ func (w *mpWriter) str(s string) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("a string that is not UTF-8: %w", errNotJSONSafe)
 	}
+	w.room(5 + len(s))
 	switch n := len(s); {
 	case n < 32:
 		w.b = append(w.b, 0xa0|byte(n))
@@ -208,6 +219,7 @@ func (w *mpWriter) str(s string) error {
 }
 
 func (w *mpWriter) int(i int64) {
+	w.room(9)
 	switch {
 	case i >= 0:
 		w.uint(uint64(i))
@@ -226,6 +238,7 @@ func (w *mpWriter) int(i int64) {
 }
 
 func (w *mpWriter) uint(u uint64) {
+	w.room(9)
 	switch {
 	case u <= 0x7f:
 		w.b = append(w.b, byte(u))
@@ -252,6 +265,7 @@ func appendBE(b []byte, v uint64, n int) []byte {
 func encString(w *mpWriter, v reflect.Value) error { return w.str(v.String()) }
 
 func encBool(w *mpWriter, v reflect.Value) error {
+	w.room(1)
 	if v.Bool() {
 		w.b = append(w.b, 0xc3)
 	} else {
@@ -268,6 +282,7 @@ func encFloat(w *mpWriter, v reflect.Value) error {
 	if err := finite(f); err != nil {
 		return err
 	}
+	w.room(9)
 	if v.Kind() == reflect.Float32 {
 		w.b = append(w.b, 0xca)
 		w.b = appendBE(w.b, uint64(math.Float32bits(float32(f))), 4)
@@ -278,10 +293,19 @@ func encFloat(w *mpWriter, v reflect.Value) error {
 	return nil
 }
 
+// timeOf returns the time v holds, through its address when it has one
+// (boxing a time.Time allocates).
+func timeOf(v reflect.Value) time.Time {
+	if v.CanAddr() {
+		return *v.Addr().Interface().(*time.Time)
+	}
+	return v.Interface().(time.Time)
+}
+
 // encTime writes a time as the msgpack timestamp (nil for the zero time,
 // as hashicorp/go-msgpack writes it).
 func encTime(w *mpWriter, v reflect.Value) error {
-	t := v.Interface().(time.Time)
+	t := timeOf(v)
 	if t.IsZero() {
 		w.nil()
 		return nil
@@ -293,6 +317,7 @@ func encTime(w *mpWriter, v reflect.Value) error {
 		return fmt.Errorf("a time of year %d: %w", y, errNotJSONSafe)
 	}
 	sec, nsec := t.Unix(), uint64(t.Nanosecond())
+	w.room(15)
 	switch {
 	case sec >= 0 && sec <= math.MaxUint32 && nsec == 0:
 		w.b = append(w.b, 0xd6, 0xff)
@@ -349,28 +374,95 @@ func sliceEnc(t reflect.Type, elem *mpType) func(*mpWriter, reflect.Value) error
 	}
 }
 
+// Maps the plans write and read without reflection (claims, quotas,
+// metadata, properties): their underlying types.
+var (
+	strStrMap      = reflect.TypeFor[map[string]string]()
+	strInt64Map    = reflect.TypeFor[map[string]int64]()
+	strStrInt64Map = reflect.TypeFor[map[string]map[string]int64]()
+)
+
+// sortedKeysOf appends m's keys to w's scratch, sorted, and returns them
+// and where they start: w.keys[:start] gives the scratch back.
+func sortedKeysOf[V any](w *mpWriter, m map[string]V) (keys []string, start int) {
+	start = len(w.keys)
+	for k := range m {
+		w.keys = append(w.keys, k)
+	}
+	keys = w.keys[start:]
+	slices.Sort(keys)
+	return keys, start
+}
+
+func (w *mpWriter) strStrMap(m map[string]string) error {
+	if m == nil {
+		w.nil()
+		return nil
+	}
+	keys, start := sortedKeysOf(w, m)
+	defer func() { w.keys = w.keys[:start] }()
+	w.head(len(keys), 0x80, 0xde, 0xdf)
+	for _, k := range keys {
+		if err := w.str(k); err != nil {
+			return err
+		}
+		if err := w.str(m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *mpWriter) strInt64Map(m map[string]int64) error {
+	if m == nil {
+		w.nil()
+		return nil
+	}
+	keys, start := sortedKeysOf(w, m)
+	defer func() { w.keys = w.keys[:start] }()
+	w.head(len(keys), 0x80, 0xde, 0xdf)
+	for _, k := range keys {
+		if err := w.str(k); err != nil {
+			return err
+		}
+		w.int(m[k])
+	}
+	return nil
+}
+
+// asType returns v as a value of type t, whose underlying type is v's
+// (converting only a named type: a conversion copies).
+func asType(v reflect.Value, t reflect.Type) any {
+	if v.Type() != t {
+		v = v.Convert(t)
+	}
+	return v.Interface()
+}
+
 // mapEnc writes a map with its keys in order, as JSON does.
 func mapEnc(t reflect.Type, elem *mpType) func(*mpWriter, reflect.Value) error {
-	if t == reflect.TypeFor[map[string]string]() {
+	switch {
+	case t.ConvertibleTo(strStrMap):
+		return func(w *mpWriter, v reflect.Value) error { return w.strStrMap(asType(v, strStrMap).(map[string]string)) }
+	case t.ConvertibleTo(strInt64Map):
 		return func(w *mpWriter, v reflect.Value) error {
-			if v.IsNil() {
+			return w.strInt64Map(asType(v, strInt64Map).(map[string]int64))
+		}
+	case t == strStrInt64Map:
+		return func(w *mpWriter, v reflect.Value) error {
+			m := v.Interface().(map[string]map[string]int64)
+			if m == nil {
 				w.nil()
 				return nil
 			}
-			m := v.Interface().(map[string]string)
-			start := len(w.keys)
-			for k := range m {
-				w.keys = append(w.keys, k)
-			}
-			keys := w.keys[start:]
-			slices.Sort(keys)
+			keys, start := sortedKeysOf(w, m)
 			defer func() { w.keys = w.keys[:start] }()
 			w.head(len(keys), 0x80, 0xde, 0xdf)
 			for _, k := range keys {
 				if err := w.str(k); err != nil {
 					return err
 				}
-				if err := w.str(m[k]); err != nil {
+				if err := w.strInt64Map(m[k]); err != nil {
 					return err
 				}
 			}

@@ -292,7 +292,12 @@ func decTime(r *mpReader, v reflect.Value) error {
 	default:
 		nsec, sec = binary.BigEndian.Uint32(p[3:]), int64(binary.BigEndian.Uint64(p[7:]))
 	}
-	v.Set(reflect.ValueOf(time.Unix(sec, int64(nsec)).UTC()))
+	t := time.Unix(sec, int64(nsec)).UTC()
+	if v.CanAddr() {
+		*v.Addr().Interface().(*time.Time) = t
+	} else {
+		v.Set(reflect.ValueOf(t))
+	}
 	return nil
 }
 
@@ -330,8 +335,88 @@ func sliceDec(elem *mpType) func(*mpReader, reflect.Value) error {
 	}
 }
 
+func (r *mpReader) strStrMap() (map[string]string, error) {
+	if r.isNil() {
+		return nil, nil
+	}
+	n, err := r.head(true)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, n)
+	for range n {
+		k, err := r.strBytes()
+		if err != nil {
+			return nil, err
+		}
+		if r.isNil() {
+			m[string(k)] = ""
+			continue
+		}
+		val, err := r.strBytes()
+		if err != nil {
+			return nil, err
+		}
+		m[string(k)] = string(val)
+	}
+	return m, nil
+}
+
+func (r *mpReader) strInt64Map() (map[string]int64, error) {
+	if r.isNil() {
+		return nil, nil
+	}
+	n, err := r.head(true)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]int64, n)
+	for range n {
+		k, err := r.strBytes()
+		if err != nil {
+			return nil, err
+		}
+		if r.isNil() {
+			m[string(k)] = 0
+			continue
+		}
+		u, neg, err := r.integer()
+		if err != nil {
+			return nil, err
+		}
+		if !neg && u > math.MaxInt64 {
+			return nil, fmt.Errorf("integer %d overflows int64", u)
+		}
+		m[string(k)] = int64(u)
+	}
+	return m, nil
+}
+
 func mapDec(t reflect.Type, elem *mpType) func(*mpReader, reflect.Value) error {
-	if t == reflect.TypeFor[map[string]string]() {
+	set := func(v reflect.Value, m any, isNil bool) {
+		if isNil {
+			return
+		}
+		mv := reflect.ValueOf(m)
+		if mv.Type() != t {
+			mv = mv.Convert(t)
+		}
+		v.Set(mv)
+	}
+	switch {
+	case t.ConvertibleTo(strStrMap):
+		return func(r *mpReader, v reflect.Value) error {
+			m, err := r.strStrMap()
+			set(v, m, m == nil)
+			return err
+		}
+	case t.ConvertibleTo(strInt64Map):
+		return func(r *mpReader, v reflect.Value) error {
+			m, err := r.strInt64Map()
+			set(v, m, m == nil)
+			return err
+		}
+	case t == strStrInt64Map:
 		return func(r *mpReader, v reflect.Value) error {
 			if r.isNil() {
 				return nil
@@ -340,21 +425,17 @@ func mapDec(t reflect.Type, elem *mpType) func(*mpReader, reflect.Value) error {
 			if err != nil {
 				return err
 			}
-			m := make(map[string]string, n)
+			m := make(map[string]map[string]int64, n)
 			for range n {
 				k, err := r.strBytes()
 				if err != nil {
 					return err
 				}
-				if r.isNil() {
-					m[string(k)] = ""
-					continue
-				}
-				val, err := r.strBytes()
+				inner, err := r.strInt64Map()
 				if err != nil {
 					return err
 				}
-				m[string(k)] = string(val)
+				m[string(k)] = inner
 			}
 			v.Set(reflect.ValueOf(m))
 			return nil
