@@ -52,14 +52,19 @@ var (
 // mpTypeOf returns the plan of t, building it if need be: register calls
 // it for every command type, so that a type the plan cannot carry as
 // JSON carries it stops the program at start, as any registration
-// mistake does. Only init functions (and tests) call it.
+// mistake does. Only init functions call it.
 func mpTypeOf(t reflect.Type) *mpType {
-	return buildMPType(t, map[reflect.Type]*mpType{})
+	building := map[reflect.Type]*mpType{}
+	p := buildMPType(t, building)
+	for t, p := range building {
+		mpTypes[t] = p
+	}
+	return p
 }
 
-// buildMPType builds t's plan; building holds the plans under way, so
-// that a type that holds itself (through a pointer, slice or map) reuses
-// its own.
+// buildMPType builds t's plan, reusing those of mpTypes; building holds
+// the plans it makes (those under way among them, so that a type that
+// holds itself through a pointer, slice or map reuses its own).
 func buildMPType(t reflect.Type, building map[reflect.Type]*mpType) *mpType {
 	if p, ok := mpTypes[t]; ok {
 		return p
@@ -89,14 +94,14 @@ func buildMPType(t reflect.Type, building map[reflect.Type]*mpType) *mpType {
 		elem := buildMPType(t.Elem(), building)
 		p.enc, p.dec, p.empty = sliceEnc(t, elem), sliceDec(elem), lenZero
 	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
-		p.enc, p.dec, p.empty = mapEnc(t, buildMPType(t.Elem(), building)), mapDec(t, buildMPType(t.Elem(), building)), lenZero
+		elem := buildMPType(t.Elem(), building)
+		p.enc, p.dec, p.empty = mapEnc(t, elem), mapDec(t, elem), lenZero
 	case t.Kind() == reflect.Struct:
 		fields := structFields(t, building)
 		p.enc, p.dec, p.empty = structEnc(fields), structDec(t, fields), never
 	default:
 		panic(fmt.Sprintf("fsm: %s cannot be written in msgpack as JSON writes it", t))
 	}
-	mpTypes[t] = p
 	return p
 }
 
