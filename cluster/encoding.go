@@ -9,7 +9,9 @@ import (
 // settingEncodings is advertised in gossip by every peer that reads a
 // binary entry encoding: the encodings it reads (fsm.KnownEncodings). A
 // peer that advertises none, of a version before them, reads JSON only.
-const settingEncodings = "fsm_encodings"
+// Short: gossip metadata must fit memberlist's 512 bytes, and with IPv6
+// addresses and a long version it takes some 480.
+const settingEncodings = "fsm_enc"
 
 // encodingsOf returns the encodings member m reads, as it last said.
 func encodingsOf(m memberState) string {

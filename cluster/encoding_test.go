@@ -25,7 +25,7 @@ func TestEntryEncodingOnceEveryPeerReadsIt(t *testing.T) {
 	p3Old.Store(true)
 	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(cfg *cluster.Config) {
 		if cfg.Name == "p3" && p3Old.Load() {
-			cfg.Settings = map[string]string{"fsm_encodings": fsm.KnownEncodingsBefore}
+			cfg.Settings = map[string]string{"fsm_enc": fsm.KnownEncodingsBefore}
 		}
 	}})
 	h.Leader(10 * time.Second)
