@@ -1,79 +1,21 @@
 package driver_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/testkit/realneutron"
 )
-
-// realNeutronEnv reads NEUTRON_ENV (scripts/neutron-up.sh) and
-// OPENSTACK_ENV (scripts/openstack-up.sh); without NEUTRON_ENV it says so
-// loudly and skips.
-func realNeutronEnv(t *testing.T) map[string]string {
-	t.Helper()
-	nf, of := os.Getenv("NEUTRON_ENV"), os.Getenv("OPENSTACK_ENV")
-	if nf == "" {
-		const loud = "NEUTRON_ENV IS NOT SET: THE IRONIC DRIVER'S NEUTRON PORTS ARE NOT TESTED AGAINST A REAL NEUTRON " +
-			"(export OPENSTACK_ENV=$(scripts/openstack-up.sh) and NEUTRON_ENV=$(scripts/neutron-up.sh))"
-		fmt.Fprintln(os.Stderr, "ironic/driver: "+loud)
-		t.Skip(loud)
-	}
-	if of == "" {
-		t.Fatal("NEUTRON_ENV is set but OPENSTACK_ENV (the env file of scripts/openstack-up.sh) is not")
-	}
-	env := map[string]string{}
-	for _, path := range []string{of, nf} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-				env[k] = v
-			}
-		}
-		_ = f.Close()
-	}
-	return env
-}
-
-// projectOf logs a Keystone user in and returns its project's id.
-func projectOf(t *testing.T, env map[string]string, user, password, project string) string {
-	t.Helper()
-	pc, err := openstack.AuthenticatedClient(context.Background(), gophercloud.AuthOptions{IdentityEndpoint: env["OS_AUTH_URL"],
-		Username: user, Password: password, DomainName: "Default",
-		Scope: &gophercloud.AuthScope{ProjectName: project, DomainName: "Default"}})
-	if err != nil {
-		t.Fatalf("login %s: %v", user, err)
-	}
-	cr, ok := pc.GetAuthResult().(tokens.CreateResult)
-	if !ok {
-		t.Fatalf("login %s: not a Keystone v3 token", user)
-	}
-	p, err := cr.ExtractProject()
-	if err != nil || p == nil {
-		t.Fatalf("login %s: project of the token: %v", user, err)
-	}
-	return p.ID
-}
 
 // Against the real Neutron of scripts/neutron-up.sh (Ironic simulated): a
 // boot of alice's on the provider network and with a port of her own gets
@@ -82,25 +24,28 @@ func projectOf(t *testing.T, env map[string]string, user, password, project stri
 // taken over; the server's addresses are the port's; the delete leaves
 // no port corral made and hands her port back unbound.
 func TestRealNeutronPortsOfABoot(t *testing.T) {
-	env := realNeutronEnv(t)
+	env := realneutron.Load(t, "the Ironic driver's Neutron ports")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env["OS_AUTH_URL"],
-		Username: env["CORRAL_SERVICE_USERNAME"], Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"],
-		RegionName: env["NEUTRON_REGION"], ValidInterfaces: "public"})
+	sv := env.User(realneutron.Service)
+	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env.AuthURL(),
+		Username: sv.Username, Password: sv.Password, ProjectName: sv.Project,
+		RegionName: env.Region(), ValidInterfaces: "public"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
-	provNet, cidr := env["NEUTRON_PROVIDER_NETWORK_ID"], netip.MustParsePrefix(env["NEUTRON_PROVIDER_CIDR"])
+	admin := env.Login(t, realneutron.Admin)
+	alice := env.Login(t, realneutron.Alice).ProjectID
+	prov := env.Provider()
+	provNet, cidr := prov.NetworkID, netip.MustParsePrefix(prov.CIDR)
 	hers, err := nc.CreatePort(ctx, neutron.PortCreate{NetworkID: provNet, ProjectID: alice, Name: "alice-" + t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = nc.DeletePort(context.Background(), hers.ID) })
+	admin.DeletePortOnCleanup(t, hers.ID)
 
 	w := newWorldCfg(t, 1, sim.Options{}, nil, driver.Config{Reservation: driver.ReserveAuto, DeployTimeout: 20 * time.Second,
 		Neutron: nc}, compute.Config{})
@@ -108,16 +53,8 @@ func TestRealNeutronPortsOfABoot(t *testing.T) {
 	w.waitMirror(1)
 	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
 	id := uuid.NewString()
-	t.Cleanup(func() {
-		// Whatever the test left: no port of this server stays.
-		if ps, err := nc.Ports(context.Background(), neutron.PortFilter{DeviceID: id}); err == nil {
-			for _, p := range ps {
-				if p.ID != hers.ID {
-					_ = nc.DeletePort(context.Background(), p.ID)
-				}
-			}
-		}
-	})
+	// Whatever the test left: no port of this server stays.
+	admin.DeleteDevicePortsOnCleanup(t, func() []string { return []string{id} }, hers.ID)
 	nets := []fsm.Network{{UUID: provNet}, {Port: hers.ID}}
 	if err := w.propose(&fsm.CreateServer{ID: id, Name: "real", FlavorID: "gold", ImageRef: "img", Networks: nets, ProjectID: alice}); err != nil {
 		t.Fatal(err)
@@ -141,8 +78,8 @@ func TestRealNeutronPortsOfABoot(t *testing.T) {
 		t.Fatalf("recorded %+v", rec.Ports)
 	}
 	for _, p := range rec.Ports {
-		if p.NetworkName != env["NEUTRON_PROVIDER_NETWORK"] || len(p.FixedIPs) != 1 || !cidr.Contains(netip.MustParseAddr(p.FixedIPs[0].Address)) || p.MAC == "" {
-			t.Errorf("recorded port %+v: want an address in %s on %s", p, cidr, env["NEUTRON_PROVIDER_NETWORK"])
+		if p.NetworkName != prov.Name || len(p.FixedIPs) != 1 || !cidr.Contains(netip.MustParseAddr(p.FixedIPs[0].Address)) || p.MAC == "" {
+			t.Errorf("recorded port %+v: want an address in %s on %s", p, cidr, prov.Name)
 		}
 	}
 
