@@ -204,7 +204,7 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 		}
 		vifs := s.VIFs()
 		if d.nt != nil {
-			if vifs, err = d.ensurePorts(ctx, h, s, n.UUID); err != nil {
+			if vifs, err = d.ensurePorts(ctx, h, s); err != nil {
 				return err
 			}
 		}
@@ -216,14 +216,16 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 				if err := d.portIntent(ctx, h, s, fsm.PortStepAttach, "", vif); err != nil {
 					return err
 				}
-				if err := d.bindPort(ctx, vif, n.UUID); err != nil {
-					return err
-				}
 			}
 			if err := d.ir.AttachVIF(ctx, n.UUID, vif); err != nil {
 				return err
 			}
 			if d.nt != nil {
+				// Bound only once attached: the attach puts the NIC's MAC on
+				// the port, which Neutron refuses on a bound port.
+				if err := d.bindPort(ctx, vif, n.UUID); err != nil {
+					return err
+				}
 				if err := d.rereadPort(ctx, h, s, vif); err != nil {
 					return err
 				}

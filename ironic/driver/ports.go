@@ -78,12 +78,12 @@ func (d *Driver) recordPort(ctx context.Context, h *compute.Handle, s fsm.Server
 
 // ensurePorts gives s a Neutron port for each of its requested networks
 // and returns their ids in the order requested (the attach step binds
-// them to the node). A port the user passed in is taken over (device,
-// owner and binding to node updated) and remembered as the user's; otherwise the port recorded for the
+// them to the node, once attached). A port the user passed in is taken
+// over (device, owner and vnic type updated) and remembered as the user's; otherwise the port recorded for the
 // network, or one Neutron lists with the server as its device (created
 // by an owner that did not live to record it), is used before a new
 // one is created.
-func (d *Driver) ensurePorts(ctx context.Context, h *compute.Handle, s fsm.Server, node string) ([]string, error) {
+func (d *Driver) ensurePorts(ctx context.Context, h *compute.Handle, s fsm.Server) ([]string, error) {
 	if err := d.portsKnown(h, s); err != nil {
 		return nil, err
 	}
@@ -120,8 +120,9 @@ func (d *Driver) ensurePorts(ctx context.Context, h *compute.Handle, s fsm.Serve
 				if err := d.portIntent(ctx, h, s, fsm.PortStepBind, "", want.Port); err != nil {
 					return nil, err
 				}
+				// The host comes at the attach step, after the VIF attach.
 				p, err := d.nt.UpdatePort(ctx, want.Port, neutron.PortUpdate{DeviceID: &s.ID, DeviceOwner: &owner,
-					VNICType: vnic, HostID: &node})
+					VNICType: vnic})
 				if err != nil {
 					return nil, d.portError(err, "taking over port "+want.Port)
 				}
@@ -234,7 +235,10 @@ func (d *Driver) ownLease(s fsm.Server, in *fsm.PortIntent) time.Time {
 }
 
 // bindPort gives the port the node as its host, with vnic type baremetal
-// (what Nova's Ironic driver binds; idempotent).
+// (idempotent). It runs after the VIF attach: a mechanism driver that
+// binds the port (networking-baremetal) makes Neutron refuse the MAC the
+// attach puts on it, and a port without a host costs Neutron no binding
+// attempt when the attach changes its MAC.
 func (d *Driver) bindPort(ctx context.Context, id, node string) error {
 	_, err := d.nt.UpdatePort(ctx, id, neutron.PortUpdate{HostID: &node, VNICType: neutron.VNICBaremetal})
 	if err != nil {

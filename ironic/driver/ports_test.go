@@ -34,6 +34,11 @@ type fakeNeutron struct {
 	// lateBy, when set, makes the first create (the one onCreate runs
 	// at) fail and its port appear that much later.
 	lateBy time.Duration
+	// binds, when set, binds every port given a host, as a mechanism
+	// driver does that can (networking-baremetal with its agent for the
+	// node): a bound port then refuses a new MAC, as Neutron does
+	// (PortBound).
+	binds bool
 }
 
 func newFakeNeutron(nets ...neutron.Network) *fakeNeutron {
@@ -78,14 +83,22 @@ func (f *fakeNeutron) Port(_ context.Context, id string) (neutron.Port, error) {
 	return p, nil
 }
 
-// setMAC changes a port's MAC, as Ironic's VIF attach does.
-func (f *fakeNeutron) setMAC(id, mac string) {
+// setMAC changes a port's MAC, as Ironic's VIF attach does; a bound
+// port refuses it.
+func (f *fakeNeutron) setMAC(id, mac string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if p, ok := f.ports[id]; ok {
-		p.MACAddress = mac
-		f.ports[id] = p
+	p, ok := f.ports[id]
+	if !ok {
+		return nil
 	}
+	if f.binds && p.HostID != "" {
+		return fmt.Errorf("%w: PortBound: Unable to complete operation on port %s, port is already bound, port type: other, "+
+			"old_mac %s, new_mac %s.", neutron.ErrConflict, id, p.MACAddress, mac)
+	}
+	p.MACAddress = mac
+	f.ports[id] = p
+	return nil
 }
 
 func (f *fakeNeutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.Port, error) {
@@ -209,7 +222,11 @@ func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
 	m.n++
 	mac := fmt.Sprintf("52:54:00:aa:00:%02x", m.n)
 	m.mu.Unlock()
-	m.nt.setMAC(vif, mac)
+	if err := m.nt.setMAC(vif, mac); err != nil {
+		// What Ironic answers then (500).
+		return fmt.Errorf("Unable to attach VIF %s, not enough free physical ports or Ironic can not update Neutron "+
+			"port %s MAC address to match physical MAC address %s: %w", vif, vif, mac, err)
+	}
 	return nil
 }
 
@@ -230,6 +247,33 @@ func neutronWorldCfg(t *testing.T, peers int, nt *fakeNeutron, ccfg compute.Conf
 }
 
 const netA = "0a000000-0000-4000-8000-00000000000a"
+
+// With a mechanism driver that binds a port given a host (networking-
+// baremetal, with its agent for the node), Neutron refuses a new MAC on
+// a bound port, and Ironic's VIF attach puts the NIC's MAC on the port:
+// the ports, the one corral creates and the user's it takes over, get
+// the node as host only once they are attached.
+func TestNeutronPortsBoundOnceAttached(t *testing.T) {
+	nt := newFakeNeutron(provider())
+	nt.binds = true
+	mine := nt.add(neutron.PortCreate{NetworkID: netA, ProjectID: "p1"})
+	w := neutronWorld(t, 1, nt)
+	id := uuid.NewString()
+	nets := []fsm.Network{{UUID: netA}, {Port: mine.ID}}
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img", Networks: nets, ProjectID: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatus(id, fsm.StatusActive)
+	ports := nt.ofDevice(id)
+	if len(ports) != 2 {
+		t.Fatalf("ports of the server %+v, want 2", ports)
+	}
+	for _, p := range ports {
+		if p.HostID != s.NodeUUID || p.MACAddress[:9] != "52:54:00:" {
+			t.Errorf("port %+v: want host %s and the NIC's MAC", p, s.NodeUUID)
+		}
+	}
+}
 
 func provider() neutron.Network {
 	return neutron.Network{ID: netA, Name: "provider", Shared: true}
