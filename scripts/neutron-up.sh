@@ -384,6 +384,11 @@ api_workers = 0
 rpc_workers = 0
 rpc_state_report_workers = 0
 agent_down_time = $agent_down_time
+# Every answer closes its connection. The API serves at most wsgi_default_pool_size (100)
+# connections at once, and an idle kept-alive one holds its place for client_socket_timeout
+# (900 s): clients that open a connection per request and leave it open (Ironic's Neutron calls
+# with a caller's token do) filled it within minutes, and Neutron then stopped accepting.
+wsgi_keep_alive = false
 notify_nova_on_port_status_changes = $notify
 notify_nova_on_port_data_changes = $notify
 

@@ -212,6 +212,8 @@ if [[ $OPENSTACK_IRONIC_NEUTRON == 1 ]]; then
 	ironic_conf+=$'project_domain_name = Default\nvalid_interfaces = public\nregion_name = RegionOne\n'
 	ironic_conf+="cleaning_network = $OPENSTACK_IRONIC_NEUTRON_NETWORK"$'\n'
 	ironic_conf+="provisioning_network = $OPENSTACK_IRONIC_NEUTRON_NETWORK"$'\n'
+	# Without a timeout a Neutron call that never answers holds its node's lock for good.
+	ironic_conf+=$'timeout = 60\n'
 fi
 if [[ $OPENSTACK_WITH_IRONIC == 1 ]]; then
 	# Role baremetal_denied is refused node listings and nodes (scripts/ironic-policy.yaml).
