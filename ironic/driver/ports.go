@@ -239,7 +239,14 @@ func (d *Driver) ownLease(s fsm.Server, in *fsm.PortIntent) time.Time {
 // binds the port (networking-baremetal) makes Neutron refuse the MAC the
 // attach puts on it, and a port without a host costs Neutron no binding
 // attempt when the attach changes its MAC.
+//
+// A port already bound to the node is left as it is: a binding no
+// mechanism driver can make costs Neutron ten attempts, and a retry after
+// an answer lost to a busy Neutron would ask for it again.
 func (d *Driver) bindPort(ctx context.Context, id, node string) error {
+	if p, err := d.nt.Port(ctx, id); err == nil && p.HostID == node && p.VNICType == neutron.VNICBaremetal {
+		return nil
+	}
 	_, err := d.nt.UpdatePort(ctx, id, neutron.PortUpdate{HostID: &node, VNICType: neutron.VNICBaremetal})
 	if err != nil {
 		return d.portError(err, "binding port "+id+" to node "+node)

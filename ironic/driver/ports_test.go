@@ -34,6 +34,10 @@ type fakeNeutron struct {
 	// lateBy, when set, makes the first create (the one onCreate runs
 	// at) fail and its port appear that much later.
 	lateBy time.Duration
+	// loseBind, when set, loses the answer to the first update that
+	// gives a port a host (Neutron carries it out; the client times out).
+	loseBind, lostBind bool
+	hostUpdates        int // updates that set a host
 	// binds, when set, binds every port given a host, as a mechanism
 	// driver does that can (networking-baremetal with its agent for the
 	// node): a bound port then refuses a new MAC, as Neutron does
@@ -167,11 +171,18 @@ func (f *fakeNeutron) UpdatePort(_ context.Context, id string, u neutron.PortUpd
 	}
 	if u.HostID != nil {
 		p.HostID = *u.HostID
+		if *u.HostID != "" {
+			f.hostUpdates++
+		}
 	}
 	if u.VNICType != "" {
 		p.VNICType = u.VNICType
 	}
 	f.ports[id] = p
+	if u.HostID != nil && *u.HostID != "" && f.loseBind && !f.lostBind {
+		f.lostBind = true
+		return neutron.Port{}, fmt.Errorf("%w: context deadline exceeded", neutron.ErrUnavailable)
+	}
 	return p, nil
 }
 
@@ -247,6 +258,31 @@ func neutronWorldCfg(t *testing.T, peers int, nt *fakeNeutron, ccfg compute.Conf
 }
 
 const netA = "0a000000-0000-4000-8000-00000000000a"
+
+// A binding whose answer was lost (Neutron, busy, carried it out after
+// the client gave up) is not sent again: the retry finds the port bound
+// to the node. A slow Neutron is not given the same costly binding once
+// more at each retry.
+func TestNeutronBindingNotResentOnceDone(t *testing.T) {
+	nt := newFakeNeutron(provider())
+	nt.loseBind = true
+	w := neutronWorld(t, 1, nt)
+	id := uuid.NewString()
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img",
+		Networks: []fsm.Network{{UUID: netA}}, ProjectID: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatus(id, fsm.StatusActive)
+	ps := nt.ofDevice(id)
+	if len(ps) != 1 || ps[0].HostID != s.NodeUUID {
+		t.Fatalf("ports of the server %+v, want one bound to %s", ps, s.NodeUUID)
+	}
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if !nt.lostBind || nt.hostUpdates != 1 {
+		t.Fatalf("the binding was sent %d times (answer lost: %v), want once", nt.hostUpdates, nt.lostBind)
+	}
+}
 
 // With a mechanism driver that binds a port given a host (networking-
 // baremetal, with its agent for the node), Neutron refuses a new MAC on
