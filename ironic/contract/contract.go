@@ -22,6 +22,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/allocations"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 )
 
 // Microversion is the API version the suite speaks unless a case says otherwise.
@@ -204,6 +205,11 @@ type NodeSpec struct {
 	Name, ResourceClass string
 	Traits              []string
 	SkipPowerOff        bool // leave power_state null (allocations then skip the node)
+	// NetworkInterface is the node's network_interface ("": Ironic's
+	// default), e.g. flat, which a real Ironic only has with [neutron].
+	NetworkInterface string
+	// Ports are the node's NICs (Ironic ports; NodeUUID is filled in).
+	Ports []ports.CreateOpts
 }
 
 // Enroll creates the nodes and drives them enroll -> manageable -> available (with power off
@@ -212,7 +218,7 @@ func (e *Env) Enroll(ctx context.Context, specs ...NodeSpec) ([]string, error) {
 	ids := make([]string, len(specs))
 	for i, sp := range specs {
 		n, err := nodes.Create(ctx, e.Client, nodes.CreateOpts{
-			Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass,
+			Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
 			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100,
 				"capabilities": "boot_mode:uefi"},
 		}).Extract()
@@ -220,6 +226,12 @@ func (e *Env) Enroll(ctx context.Context, specs ...NodeSpec) ([]string, error) {
 			return nil, fmt.Errorf("create node %s: %w", sp.Name, err)
 		}
 		ids[i] = n.UUID
+		for _, p := range sp.Ports {
+			p.NodeUUID = n.UUID
+			if _, err := ports.Create(ctx, e.Client, p).Extract(); err != nil {
+				return nil, fmt.Errorf("create port %s of node %s: %w", p.Address, sp.Name, err)
+			}
+		}
 		if len(sp.Traits) > 0 {
 			if err := e.PutTraits(ctx, n.UUID, sp.Traits); err != nil {
 				return nil, err

@@ -274,7 +274,7 @@ func (s *Session) DeleteDevicePortsOnCleanup(t testing.TB, devices func() []stri
 // later run first).
 func (s *Session) DeleteNetworkOnCleanup(t testing.TB, id string) {
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		if left, err := s.Ports(ctx, ports.ListOpts{NetworkID: id}); err == nil {
 			for _, p := range left {
