@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -47,17 +48,40 @@ func KeystoneIronic(t testing.TB, url string, pc *gophercloud.ProviderClient, pr
 type NIC struct {
 	MAC     string
 	Physnet string
+	// Agent: the node's UUID is one Neutron has a (networking-baremetal)
+	// agent for, so its ports bind.
+	Agent bool
 }
 
 // EnrollNetworkNodes enrolls n available nodes of the resource class, as
 // EnrollNodes does on a real Ironic, each with network_interface iface
 // (e.g. flat) and one NIC on physnet with a unique MAC and a
 // local_link_connection; it returns the nodes' NICs by node UUID. The
-// nodes are enrolled by four clients at once.
-func (ir *Ironic) EnrollNetworkNodes(t testing.TB, n int, class, iface, physnet string) map[string]NIC {
+// nodes take the UUIDs of agentHosts that no node in Ironic has yet, in
+// order, then random ones. They are enrolled by four clients at once.
+func (ir *Ironic) EnrollNetworkNodes(t testing.TB, n int, class, iface, physnet string, agentHosts []string) map[string]NIC {
 	t.Helper()
 	if ir.Sim != nil {
 		t.Fatal("EnrollNetworkNodes needs a real Ironic")
+	}
+	var uuids []string
+	for _, h := range agentHosts {
+		if len(uuids) == n {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := nodes.Get(ctx, ir.Env.Client, h).Extract()
+		cancel()
+		switch {
+		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+			uuids = append(uuids, h)
+		case err != nil:
+			t.Fatalf("is agent host %s a node in Ironic: %v", h, err)
+		}
+	}
+	if len(uuids) < n {
+		t.Logf("%d of the %d nodes have a Neutron agent (%d agent hosts, the others taken): the others' ports end in binding_failed",
+			len(uuids), n, len(agentHosts))
 	}
 	ir.mu.Lock()
 	first := ir.seq
@@ -72,7 +96,11 @@ func (ir *Ironic) EnrollNetworkNodes(t testing.TB, n int, class, iface, physnet 
 	for i := range specs {
 		// 52:54:00 is QEMU's prefix: a NIC MAC no Neutron port gets by itself (fa:16:3e).
 		macs[i] = fmt.Sprintf("52:54:00:%02x:%02x:%02x", b[0], b[1], byte(first+i))
-		specs[i] = contract.NodeSpec{Name: fmt.Sprintf("%s-%s-%d", ir.Env.Prefix, strings.TrimPrefix(class, ir.Env.Prefix+"-"), first+i),
+		var id string
+		if i < len(uuids) {
+			id = uuids[i]
+		}
+		specs[i] = contract.NodeSpec{UUID: id, Name: fmt.Sprintf("%s-%s-%d", ir.Env.Prefix, strings.TrimPrefix(class, ir.Env.Prefix+"-"), first+i),
 			ResourceClass: class, NetworkInterface: iface, Ports: []ports.CreateOpts{{Address: macs[i], PhysicalNetwork: physnet,
 				LocalLinkConnection: map[string]any{"switch_id": fmt.Sprintf("aa:bb:cc:%02x:%02x:%02x", b[0], b[1], b[2]),
 					"port_id": fmt.Sprintf("Ethernet1/%d", first+i+1), "switch_info": "e2e-switch"}}}}
@@ -113,7 +141,7 @@ func (ir *Ironic) EnrollNetworkNodes(t testing.TB, n int, class, iface, physnet 
 	}
 	out := make(map[string]NIC, n)
 	for i, id := range ids {
-		out[id] = NIC{MAC: macs[i], Physnet: physnet}
+		out[id] = NIC{MAC: macs[i], Physnet: physnet, Agent: i < len(uuids)}
 	}
 	return out
 }

@@ -75,7 +75,7 @@ func start(t *testing.T, nodes int) *fixture {
 	f.ir = e2e.KeystoneIronic(t, ironicURL, svc.Provider, "nt")
 	class := f.ir.Class("gold")
 	took := time.Now()
-	f.nics = f.ir.EnrollNetworkNodes(t, nodes, class, "flat", env.Physnet())
+	f.nics = f.ir.EnrollNetworkNodes(t, nodes, class, "flat", env.Physnet(), env.AgentHosts())
 	t.Logf("enrolled %d flat nodes with a NIC each in %s", nodes, time.Since(took).Round(time.Millisecond))
 
 	for i := range hosts {
@@ -326,6 +326,10 @@ func (f *fixture) checkPort(t *testing.T, s *servers.Server, network, netName st
 		t.Errorf("port %s of server %s: owner %q vnic %q host %q project %q network %q MAC %q IPs %v; want %s, baremetal, "+
 			"node %s, project %s, network %s, the NIC's MAC %s, one IP", p.ID, s.ID, p.DeviceOwner, p.VNICType, p.HostID,
 			p.ProjectID, p.NetworkID, p.MACAddress, p.FixedIPs, deviceOwner, where.Node, f.alice.ProjectID, network, nic.MAC)
+	}
+	// Bound by the node's agent, or failed without one: never unbound.
+	if want := map[bool]string{true: "other", false: "binding_failed"}[nic.Agent]; p.VIFType != want {
+		t.Errorf("port %s of server %s on node %s (agent: %v): vif_type %q, want %q", p.ID, s.ID, where.Node, nic.Agent, p.VIFType, want)
 	}
 	if vifs, err := f.ir.VIFs(ctx, where.Node); err != nil || !slices.Equal(vifs, []string{p.ID}) {
 		t.Errorf("Ironic's VIFs on node %s: %v (%v), want [%s]", where.Node, vifs, err, p.ID)

@@ -2,6 +2,7 @@ package neutron
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -91,8 +92,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.rp.ServeHTTP(w, r)
 		return
 	}
+	// Neutron's answer reaches the proxy even when the agent has given up
+	// on it (its create is bounded by its intent's lease).
 	rec := httptest.NewRecorder()
-	p.rp.ServeHTTP(rec, r)
+	p.rp.ServeHTTP(rec, r.WithContext(context.WithoutCancel(r.Context())))
 	var body struct {
 		Port struct {
 			ID       string `json:"id"`

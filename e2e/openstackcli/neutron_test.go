@@ -33,7 +33,7 @@ func TestOpenStackCLINeutron(t *testing.T) {
 
 	c.keystoneIronic()
 	class := c.ironic.Class("gold")
-	nics := c.ironic.EnrollNetworkNodes(t, 3, class, "flat", env.Physnet())
+	nics := c.ironic.EnrollNetworkNodes(t, 3, class, "flat", env.Physnet(), env.AgentHosts())
 	var nodeIDs []string
 	for id := range nics {
 		nodeIDs = append(nodeIDs, id)

@@ -202,6 +202,7 @@ func (e *Env) WaitAllocation(ctx context.Context, id string) (*allocations.Alloc
 
 // NodeSpec is a node to enroll and make available.
 type NodeSpec struct {
+	UUID                string // "": Ironic chooses
 	Name, ResourceClass string
 	Traits              []string
 	SkipPowerOff        bool // leave power_state null (allocations then skip the node)
@@ -218,7 +219,7 @@ func (e *Env) Enroll(ctx context.Context, specs ...NodeSpec) ([]string, error) {
 	ids := make([]string, len(specs))
 	for i, sp := range specs {
 		n, err := nodes.Create(ctx, e.Client, nodes.CreateOpts{
-			Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
+			UUID: sp.UUID, Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
 			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100,
 				"capabilities": "boot_mode:uefi"},
 		}).Extract()

@@ -104,6 +104,21 @@ func (e *Env) NeutronURL() string { return strings.TrimRight(e.vars["NEUTRON_URL
 // VLAN range tests may take segments from).
 func (e *Env) Physnet() string { return e.vars["NEUTRON_PHYSNET"] }
 
+// AgentHosts are the node UUIDs Neutron has a live "Baremetal Node" agent
+// for (neutron-up.sh's NEUTRON_BAREMETAL_AGENT_HOSTS): the ports of a node
+// enrolled with one of them are bound (vif_type other) at the first
+// attempt, as with networking-baremetal's agent; other nodes' end in
+// binding_failed after ten.
+func (e *Env) AgentHosts() []string {
+	var out []string
+	for _, h := range strings.Split(e.vars["NEUTRON_BAREMETAL_AGENT_HOSTS"], ",") {
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // Provider is the shared flat network every project may use.
 type Provider struct {
 	Name, NetworkID, SubnetID, CIDR string
