@@ -240,11 +240,14 @@ func (d *Driver) ownLease(s fsm.Server, in *fsm.PortIntent) time.Time {
 // attach puts on it, and a port without a host costs Neutron no binding
 // attempt when the attach changes its MAC.
 //
-// A port already bound to the node is left as it is: a binding no
-// mechanism driver can make costs Neutron ten attempts, and a retry after
-// an answer lost to a busy Neutron would ask for it again.
+// A port whose binding to the node Neutron has already tried is left as
+// it is, bound or binding_failed: a binding no mechanism driver can make
+// costs Neutron ten attempts, and a retry after an answer lost to a busy
+// Neutron would ask for it again. One with the host stored but no
+// binding tried (unbound: Neutron failed half way) is asked again.
 func (d *Driver) bindPort(ctx context.Context, id, node string) error {
-	if p, err := d.nt.Port(ctx, id); err == nil && p.HostID == node && p.VNICType == neutron.VNICBaremetal {
+	if p, err := d.nt.Port(ctx, id); err == nil && p.HostID == node && p.VNICType == neutron.VNICBaremetal &&
+		p.VIFType != "" && p.VIFType != neutron.VIFUnbound {
 		return nil
 	}
 	_, err := d.nt.UpdatePort(ctx, id, neutron.PortUpdate{HostID: &node, VNICType: neutron.VNICBaremetal})

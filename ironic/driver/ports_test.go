@@ -35,9 +35,12 @@ type fakeNeutron struct {
 	// at) fail and its port appear that much later.
 	lateBy time.Duration
 	// loseBind, when set, loses the answer to the first update that
-	// gives a port a host (Neutron carries it out; the client times out).
-	loseBind, lostBind bool
-	hostUpdates        int // updates that set a host
+	// gives a port a host (Neutron carries it out; the client times out);
+	// failBind fails it half done, as Neutron on SQLite does when the
+	// database is locked: the host is stored, the binding is not
+	// (vif_type unbound), and the answer is a 500.
+	loseBind, failBind, lostBind bool
+	hostUpdates                  int // updates that set a host
 	// binds, when set, binds every port given a host, as a mechanism
 	// driver does that can (networking-baremetal with its agent for the
 	// node): a bound port then refuses a new MAC, as Neutron does
@@ -96,7 +99,7 @@ func (f *fakeNeutron) setMAC(id, mac string) error {
 	if !ok {
 		return nil
 	}
-	if f.binds && p.HostID != "" {
+	if p.VIFType == "other" { // Neutron allows it only unbound or binding_failed
 		return fmt.Errorf("%w: PortBound: Unable to complete operation on port %s, port is already bound, port type: other, "+
 			"old_mac %s, new_mac %s.", neutron.ErrConflict, id, p.MACAddress, mac)
 	}
@@ -178,11 +181,27 @@ func (f *fakeNeutron) UpdatePort(_ context.Context, id string, u neutron.PortUpd
 	if u.VNICType != "" {
 		p.VNICType = u.VNICType
 	}
-	f.ports[id] = p
-	if u.HostID != nil && *u.HostID != "" && f.loseBind && !f.lostBind {
+	// Any update of a port with a host and no binding binds it again.
+	switch {
+	case p.HostID == "":
+		p.VIFType = "unbound"
+	case p.VIFType == "other":
+	case f.binds:
+		p.VIFType = "other"
+	default:
+		p.VIFType = "binding_failed"
+	}
+	if u.HostID != nil && *u.HostID != "" && (f.loseBind || f.failBind) && !f.lostBind {
 		f.lostBind = true
+		if f.failBind {
+			p.VIFType = "unbound"
+			f.ports[id] = p
+			return neutron.Port{}, fmt.Errorf("%w: HTTP 500: database is locked", neutron.ErrUnavailable)
+		}
+		f.ports[id] = p
 		return neutron.Port{}, fmt.Errorf("%w: context deadline exceeded", neutron.ErrUnavailable)
 	}
+	f.ports[id] = p
 	return p, nil
 }
 
@@ -220,9 +239,10 @@ func (f *fakeNeutron) created() int {
 // the MAC of the node's NIC (52:54:00:aa:00:NN, one per attach).
 type nicMACs struct {
 	driver.Ironic
-	nt *fakeNeutron
-	mu sync.Mutex
-	n  int
+	nt       *fakeNeutron
+	mu       sync.Mutex
+	n        int
+	attached map[string]bool // node/vif: attached before (Ironic's 409, no MAC update)
 }
 
 func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
@@ -230,6 +250,13 @@ func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
 		return err
 	}
 	m.mu.Lock()
+	if m.attached == nil {
+		m.attached = map[string]bool{}
+	}
+	if m.attached[node+"/"+vif] {
+		m.mu.Unlock()
+		return nil
+	}
 	m.n++
 	mac := fmt.Sprintf("52:54:00:aa:00:%02x", m.n)
 	m.mu.Unlock()
@@ -238,6 +265,9 @@ func (m *nicMACs) AttachVIF(ctx context.Context, node, vif string) error {
 		return fmt.Errorf("Unable to attach VIF %s, not enough free physical ports or Ironic can not update Neutron "+
 			"port %s MAC address to match physical MAC address %s: %w", vif, vif, mac, err)
 	}
+	m.mu.Lock()
+	m.attached[node+"/"+vif] = true
+	m.mu.Unlock()
 	return nil
 }
 
@@ -281,6 +311,29 @@ func TestNeutronBindingNotResentOnceDone(t *testing.T) {
 	defer nt.mu.Unlock()
 	if !nt.lostBind || nt.hostUpdates != 1 {
 		t.Fatalf("the binding was sent %d times (answer lost: %v), want once", nt.hostUpdates, nt.lostBind)
+	}
+}
+
+// A binding Neutron stored the host of but did not complete (a 500:
+// vif_type unbound) is asked for again, and completes.
+func TestNeutronHalfDoneBindingIsSentAgain(t *testing.T) {
+	nt := newFakeNeutron(provider())
+	nt.binds, nt.failBind = true, true
+	w := neutronWorld(t, 1, nt)
+	id := uuid.NewString()
+	if err := w.propose(&fsm.CreateServer{ID: id, Name: "n", FlavorID: "gold", ImageRef: "img",
+		Networks: []fsm.Network{{UUID: netA}}, ProjectID: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitStatus(id, fsm.StatusActive)
+	ps := nt.ofDevice(id)
+	if len(ps) != 1 || ps[0].HostID != s.NodeUUID || ps[0].VIFType != "other" {
+		t.Fatalf("ports of the server %+v, want one bound (other) to %s", ps, s.NodeUUID)
+	}
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if !nt.lostBind || nt.hostUpdates != 2 {
+		t.Fatalf("the binding was sent %d times (first one half done: %v), want twice", nt.hostUpdates, nt.lostBind)
 	}
 }
 
