@@ -83,7 +83,9 @@ func start(t *testing.T, nodes int) *fixture {
 	}
 	sv := env.User(realneutron.Service)
 	auth := []string{"USERNAME=" + sv.Username, "PASSWORD=" + sv.Password, "PROJECT_NAME=" + sv.Project}
-	agentEnv := []string{"CORRAL_IRONIC_SYNC_INTERVAL=1s", "CORRAL_AUTH_STRATEGY=keystone",
+	// The default node sync (5 s): Ironic is one process, and every
+	// listing of the nodes slows its VIF attaches.
+	agentEnv := []string{"CORRAL_AUTH_STRATEGY=keystone",
 		"CORRAL_KEYSTONE_AUTHTOKEN_AUTH_URL=" + env.AuthURL(), "CORRAL_KEYSTONE_AUTHTOKEN_TOKEN_CACHE_TIME=60",
 		"CORRAL_IRONIC_AUTH_TYPE=password", "CORRAL_IRONIC_AUTH_URL=" + env.AuthURL(),
 		"CORRAL_NEUTRON_AUTH_TYPE=password", "CORRAL_NEUTRON_AUTH_URL=" + env.AuthURL(),
@@ -101,11 +103,7 @@ func start(t *testing.T, nodes int) *fixture {
 			t.Fatalf("agent %s exited during start-up (see its log in %s)", a.Name, f.c.Dir)
 		}
 	}
-	ids := make([]string, 0, len(f.nics))
-	for id := range f.nics {
-		ids = append(ids, id)
-	}
-	e2e.AwaitNodes(t, f.c.Agents[0], ids, 90*time.Second)
+	f.awaitNodes(t)
 	f.flavor = e2e.BareMetalFlavor(t, f.c.Agents[0], class+"-bm", class)
 	// A boot is checked against the flavor in the receiving peer's replica.
 	testkit.Eventually(t, 30*time.Second, func() error {
@@ -122,6 +120,17 @@ func start(t *testing.T, nodes int) *fixture {
 	})
 	t.Logf("%d agents up, %d nodes mirrored, flavor on every replica in %s", hosts, nodes, time.Since(took).Round(time.Millisecond))
 	return f
+}
+
+// awaitNodes waits until a running agent mirrors every node as available
+// (the last step's undeploys seen), so that each boot finds a node.
+func (f *fixture) awaitNodes(t *testing.T) {
+	t.Helper()
+	ids := make([]string, 0, len(f.nics))
+	for id := range f.nics {
+		ids = append(ids, id)
+	}
+	e2e.AwaitNodes(t, f.running()[0], ids, 90*time.Second)
 }
 
 // running are the agents whose process runs.

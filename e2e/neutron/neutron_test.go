@@ -54,6 +54,7 @@ func (f *fixture) testBoot(t *testing.T) {
 	}
 	f.admin.DeletePortOnCleanup(t, hers.ID)
 
+	f.awaitNodes(t)
 	var booted []string
 	f.purgeOnCleanup(t, &booted)
 	began := time.Now()
@@ -152,6 +153,7 @@ func (f *fixture) freeIP(t *testing.T, network, cidr string) string {
 // agent stays down: the next step runs on the two others.
 func (f *fixture) testOwnerKilled(t *testing.T) {
 	prov := f.env.Provider()
+	f.awaitNodes(t)
 	leader := f.c.Leader(30 * time.Second)
 	for _, p := range f.proxies {
 		p.hold(true)
@@ -249,6 +251,7 @@ func (f *fixture) testConcurrent(t *testing.T) {
 		t.Fatalf("ports of the new network: %+v, want alice's one", before)
 	}
 
+	f.awaitNodes(t)
 	began := time.Now()
 	ids := make([]string, concurrent)
 	f.purgeOnCleanup(t, &ids)
