@@ -218,3 +218,33 @@ func TestInstanceActionOfAFailover(t *testing.T) {
 		t.Fatalf("failover event %v", ev)
 	}
 }
+
+// A rebuild of a stopped server has two events, the stop after the
+// redeploy the newer, listed first as Nova lists events (newest first).
+func TestInstanceActionOfARebuildOfAStoppedServer(t *testing.T) {
+	e := bareMetalEnv(t, 1)
+	id, _ := bootActions(t, e, memberA)
+	s := activate(t, e, id)
+	e.propose(&fsm.RequestServerAction{ID: id, Kind: fsm.ActionStop})
+	e.propose(&fsm.FinishServerAction{ID: id, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionStop})
+	r := do(t, e.ts, http.MethodPost, computeBase+"/servers/"+id+"/action", memberA, `{"rebuild": {"imageRef": "http://img/b"}}`, nil)
+	if r.code != http.StatusAccepted {
+		t.Fatalf("rebuild: %s", r)
+	}
+	rid := r.header.Get("X-Compute-Request-Id")
+	cur, _ := e.peer.Node.Store().Server(id)
+	e.propose(&fsm.StopAfterRebuild{ID: id, Host: s.Host, Epoch: s.Epoch, RequestedAt: cur.Action.RequestedAt})
+	e.propose(&fsm.FinishServerAction{ID: id, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionRebuildStop})
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+id+"/os-instance-actions/"+rid, memberA, "", mv("2.51"))
+	var events []string
+	for _, ev := range get(t, r.json(t), "instanceAction", "events").([]any) {
+		events = append(events, ev.(map[string]any)["event"].(string))
+	}
+	if got := strings.Join(events, " "); got != "compute_stop_instance compute_rebuild_instance" {
+		t.Fatalf("rebuild's events %q, want the stop first", got)
+	}
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+id, memberA, "", nil)
+	if srv := get(t, r.json(t), "server").(map[string]any); srv["status"] != "SHUTOFF" || srv["OS-EXT-STS:task_state"] != nil {
+		t.Fatalf("server after the rebuild: %v %v", srv["status"], srv["OS-EXT-STS:task_state"])
+	}
+}

@@ -36,6 +36,7 @@ func (s *Server) routeTable() []route {
 	const (
 		anyone, readers, admins, peers = core.RolePublic, core.RoleReader, core.RoleAdmin, core.RolePeer
 		projectReaders, projectMembers = core.RoleProjectReader, core.RoleProjectMember
+		services                       = core.RoleService
 	)
 	const nova, pl = wire.ComputePrefix, wire.PlacementPrefix
 	hosts, owners, keyring, snapshot := wire.HostsPath, wire.OwnersPath, wire.KeyringPath, wire.SnapshotPath
@@ -129,12 +130,22 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/servers/:id/tags/:tag", n.GetServerTag, projectReaders, nil},
 		{put, nova + "/servers/:id/tags/:tag", n.AddServerTag, projectMembers, nil},
 		{del, nova + "/servers/:id/tags/:tag", n.DeleteServerTag, projectMembers, nil},
+		{get, nova + "/servers/:id/os-server-password", n.ShowServerPassword, projectReaders, nil},
+		{del, nova + "/servers/:id/os-server-password", n.ClearServerPassword, projectMembers, nil},
+		{get, nova + "/servers/:id/diagnostics", n.ServerDiagnostics, projectReaders, nil},
 		{get, nova + "/servers/:id/ips", n.ListServerIPs, projectReaders, nil},
 		{get, nova + "/servers/:id/ips/:network", n.GetServerIPs, projectReaders, nil},
+		// Interfaces (os-interface), with [neutron]; attach and detach carried out by the owner host.
+		{get, nova + "/servers/:id/os-interface", n.ListInterfaces, projectReaders, nil},
+		{post, nova + "/servers/:id/os-interface", n.AttachInterface, projectMembers, nil},
+		{get, nova + "/servers/:id/os-interface/:port_id", n.GetInterface, projectReaders, nil},
+		{del, nova + "/servers/:id/os-interface/:port_id", n.DetachInterface, projectMembers, nil},
 		// Server actions, carried out by the owner host.
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
 		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},
 		{get, nova + "/servers/:id/os-instance-actions/:request_id", n.GetInstanceAction, projectReaders, nil},
+		// Events of other services (Neutron's port notices), Nova's service_or_admin.
+		{post, nova + "/os-server-external-events", n.CreateExternalEvents, services, nil},
 		// Consoles, which Nova removed: 410 for every caller and server.
 		{get, nova + "/servers/:id/consoles", n.ConsolesGone, projectReaders, nil},
 		{post, nova + "/servers/:id/consoles", n.ConsolesGone, projectReaders, nil},
@@ -181,6 +192,18 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/os-hosts/:host/startup", n.OSHostPowerAction, admins, nil},
 		{get, nova + "/os-hosts/:host/shutdown", n.OSHostPowerAction, admins, nil},
 		{get, nova + "/os-hosts/:host/reboot", n.OSHostPowerAction, admins, nil},
+
+		// Nova's image proxy to Glance (to 2.35; metadata to 2.38).
+		{get, nova + "/images", n.ListImages(false), projectReaders, nil},
+		{get, nova + "/images/detail", n.ListImages(true), projectReaders, nil},
+		{get, nova + "/images/:id", n.ShowImage, projectReaders, nil},
+		{del, nova + "/images/:id", n.DeleteImage, projectMembers, nil},
+		{get, nova + "/images/:id/metadata", n.ListImageMetadata, projectReaders, nil},
+		{post, nova + "/images/:id/metadata", n.SetImageMetadata(false), projectMembers, nil},
+		{put, nova + "/images/:id/metadata", n.SetImageMetadata(true), projectMembers, nil},
+		{get, nova + "/images/:id/metadata/:key", n.GetImageMetadataItem, projectReaders, nil},
+		{put, nova + "/images/:id/metadata/:key", n.SetImageMetadataItem, projectMembers, nil},
+		{del, nova + "/images/:id/metadata/:key", n.DeleteImageMetadataItem, projectMembers, nil},
 
 		// Extensions (the v2.1 list, of what corral implements) and usage.
 		{get, nova + "/extensions", n.ListExtensions, projectReaders, nil},

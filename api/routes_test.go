@@ -93,7 +93,7 @@ func TestRouteTableRoles(t *testing.T) {
 			if code := send("reader"); code == http.StatusUnauthorized || code == http.StatusForbidden {
 				t.Errorf("reader %s: %d", key, code)
 			}
-		case core.RoleAdmin, core.RoleProjectMember: // the same for static tokens
+		case core.RoleAdmin, core.RoleProjectMember, core.RoleService: // the same for static tokens
 			if code := send("reader"); code != http.StatusForbidden {
 				t.Errorf("reader %s: %d, want 403", key, code)
 			}

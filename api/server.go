@@ -80,7 +80,8 @@ func New(cfg Config, c core.Cluster) (*Server, error) {
 func newServer(cfg Config, c core.Cluster) *Server {
 	st := &core.State{Cluster: c, WriteTimeout: cfg.WriteTimeout}
 	return &Server{c: c,
-		nova:      nova.New(st, nova.Config{Images: cfg.Images, Networks: cfg.Networks, BaremetalNodes: cfg.BaremetalNodes, NoInstancePassword: cfg.NoInstancePassword}),
+		nova: nova.New(st, nova.Config{Images: cfg.Images, Networks: cfg.Networks, BaremetalNodes: cfg.BaremetalNodes, NoInstancePassword: cfg.NoInstancePassword,
+			Logger: cfg.Logger}),
 		placement: placement.New(st),
 		admin:     admin.New(st, admin.Config{OnLeave: cfg.OnLeave, Operator: cfg.Operator}),
 	}

@@ -178,6 +178,8 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 	noPass := httptest.NewServer(srv.Handler())
 	t.Cleanup(noPass.Close)
 
+	ie := newImagesEnv(t)
+
 	versions := boundaryVersions(t)
 	t.Logf("walking %d microversions: %v", len(versions), versions)
 	for _, v := range versions {
@@ -195,6 +197,7 @@ func TestViewsFollowTheMicroversion(t *testing.T) {
 		w.usages()
 		w.serverGroups()
 		w.instanceActions(broken)
+		w.images(ie)
 	}
 	checkVersionDocuments(t, e, schemas)
 	for name := range schemas.ranges {
@@ -254,6 +257,8 @@ func (w *viewWalk) servers(broken string) {
 		}
 		w.e.propose(&fsm.FinishServerAction{ID: adoptedID, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionRebuild})
 	}
+	w.call(http.MethodGet, "/servers/"+adoptedID+"/os-server-password", "", "servers/show_password")
+	w.call(http.MethodDelete, "/servers/"+adoptedID+"/os-server-password", "", "servers/server_actions_delete_password")
 	for _, action := range []string{`{"unlock": null}`, `{"lock": null}`} {
 		w.call(http.MethodPost, "/servers/"+adoptedID+"/action", action, "servers/server_actions_common_schema")
 	}

@@ -26,10 +26,15 @@ type Node struct {
 	gossip  *gossip
 	metrics *metrics
 	fwd     Forwarder
-	admit   *admission
-	keyring *keyring // nil: gossip encryption off
-	peers   *forward.Client
-	gate    *voteGate // refuses votes until a peer that started empty has caught up
+	// rpc forwards over the binary RPC to a leader that serves it,
+	// rpcServer serves it on this peer's raft port (forward.go); both nil
+	// when this peer does not speak it.
+	rpc       *forward.RPCClient
+	rpcServer *forward.Server
+	admit     *admission
+	keyring   *keyring // nil: gossip encryption off
+	peers     *forward.Client
+	gate      *voteGate // refuses votes until a peer that started empty has caught up
 	// decisions takes the leader's decisions one at a time (decide.go).
 	decisions *decider
 
@@ -99,6 +104,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	n.startForwardRPC()
 
 	meta := memberMeta{
 		Version:      1,
@@ -114,6 +120,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	kr, err := openKeyring(&n.cfg)
 	if err != nil {
+		n.stopForwardRPC()
 		_ = r.Shutdown().Error()
 		_ = parts.closer()
 		return nil, err
@@ -121,6 +128,7 @@ func New(cfg Config) (*Node, error) {
 	n.keyring = kr
 	g, err := newGossip(&n.cfg, meta, kr, n.admit.secret, n.log)
 	if err != nil {
+		n.stopForwardRPC()
 		_ = r.Shutdown().Error()
 		_ = parts.closer()
 		return nil, err
@@ -220,6 +228,7 @@ func (n *Node) inConfig() bool {
 func (n *Node) Shutdown() error {
 	n.stopOnce.Do(func() {
 		n.cancel()
+		n.stopForwardRPC()
 		var errs []error
 		if err := n.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, fmt.Errorf("stop raft: %w", err))

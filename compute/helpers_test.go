@@ -21,6 +21,9 @@ type oneHost struct {
 	name  string
 	store *fsm.Store
 	known bool // every peer knows every command type
+	// unknown, when set, names the command types some peer does not know
+	// (known must be set too).
+	unknown map[fsm.CommandType]bool
 
 	mu   sync.Mutex
 	idx  uint64
@@ -35,7 +38,7 @@ func (c *oneHost) Name() string      { return c.name }
 func (c *oneHost) Store() *fsm.Store { return c.store }
 func (c *oneHost) IsLeader() bool    { return true }
 
-func (c *oneHost) CommandKnown(fsm.CommandType) bool { return c.known }
+func (c *oneHost) CommandKnown(t fsm.CommandType) bool { return c.known && !c.unknown[t] }
 
 func (c *oneHost) Propose(_ context.Context, cmd fsm.Command) (uint64, error) {
 	c.mu.Lock()
@@ -125,6 +128,19 @@ func withRebuild(t *testing.T) *oneHost {
 		ImageRef: "img-1", NodeUUID: node, AllocationUUID: serverID, Host: "h1"})
 	c.must(t, &fsm.RequestServerActionWithID{RequestServerAction: fsm.RequestServerAction{
 		Meta: fsm.Meta{RequestID: "req-1"}, ID: serverID, Kind: fsm.ActionRebuild, ImageRef: "img-2"}})
+	return c
+}
+
+// withStoppedRebuild is withRebuild of a stopped server.
+func withStoppedRebuild(t *testing.T) *oneHost {
+	t.Helper()
+	c := withRebuild(t)
+	s := mustServer(t, c)
+	c.must(t, &fsm.FinishServerAction{ID: serverID, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionRebuild})
+	c.must(t, &fsm.RequestServerAction{ID: serverID, Kind: fsm.ActionStop})
+	c.must(t, &fsm.FinishServerAction{ID: serverID, Host: s.Host, Epoch: s.Epoch, Kind: fsm.ActionStop})
+	c.must(t, &fsm.RequestServerActionWithID{RequestServerAction: fsm.RequestServerAction{
+		Meta: fsm.Meta{RequestID: "req-2"}, ID: serverID, Kind: fsm.ActionRebuild, ImageRef: "img-3"}})
 	return c
 }
 

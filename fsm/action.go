@@ -33,18 +33,23 @@ const (
 	ActionReboot     = "reboot"      // soft: the OS is asked to restart
 	ActionRebootHard = "reboot_hard" // power cycle
 	ActionRebuild    = "rebuild"     // redeploy with ImageRef
+	// ActionRebuildStop is the power-off that ends the rebuild of a
+	// stopped server (rebuild_stopped.go); no user asks for it.
+	ActionRebuildStop = "rebuild_stop"
 )
 
 // actionTask maps each action to its task state.
 var actionTask = map[string]string{
 	ActionStop: TaskPoweringOff, ActionStart: TaskPoweringOn, ActionReboot: TaskRebooting,
-	ActionRebootHard: TaskRebootingHard, ActionRebuild: TaskRebuilding,
+	ActionRebootHard: TaskRebootingHard, ActionRebuild: TaskRebuilding, ActionRebuildStop: TaskPoweringOff,
 }
 
-// IsActionTask reports whether task is the task state of a server action.
+// IsActionTask reports whether task is the task state of a server action
+// (an interface action's among them, server_interfaces.go).
 func IsActionTask(task string) bool {
 	switch task {
-	case TaskPoweringOff, TaskPoweringOn, TaskRebooting, TaskRebootingHard, TaskRebuilding:
+	case TaskPoweringOff, TaskPoweringOn, TaskRebooting, TaskRebootingHard, TaskRebuilding,
+		TaskAttachingInterface, TaskDetachingInterface:
 		return true
 	}
 	return false
@@ -162,7 +167,7 @@ func startAction(st *state, c *RequestServerAction, requestID string) (Server, e
 	}
 	task, known := actionTask[c.Kind]
 	switch {
-	case !known:
+	case !known || c.Kind == ActionRebuildStop:
 		return Server{}, fmt.Errorf("%w: server action %q is unknown", ErrInvalid, c.Kind)
 	case c.Kind == ActionRebuild && c.ImageRef == "":
 		return Server{}, fmt.Errorf("%w: a rebuild needs an image", ErrInvalid)
@@ -216,7 +221,7 @@ func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
 	if err := fence(s, c.Host, c.Epoch); err != nil {
 		return nil, err
 	}
-	if s.Action == nil || s.Action.Kind != c.Kind || s.TaskState != actionTask[c.Kind] {
+	if s.Action == nil || s.Action.Kind != c.Kind || s.TaskState != actionTask[c.Kind] || isInterfaceAction(c.Kind) {
 		return nil, fmt.Errorf("%w: server %s has no %s in progress (task %q)", ErrConflict, c.ID, c.Kind, s.TaskState)
 	}
 	if !c.RequestedAt.IsZero() && !c.RequestedAt.Equal(s.Action.RequestedAt) {
@@ -229,7 +234,7 @@ func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
 		f := *c.Fault
 		f.Created = at
 		s.Fault, s.Status = &f, StatusError
-	case c.Kind == ActionStop:
+	case c.Kind == ActionStop, c.Kind == ActionRebuildStop:
 		s.Status = StatusShutoff
 	default:
 		s.Status, s.Fault = StatusActive, nil

@@ -87,7 +87,7 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdRequestServerActionWithID, CmdCreateServerSets, CmdUpdateServerFields, CmdRebuildServer,
 		CmdSetServerMetadata, CmdSetServerTags,
 		CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdResetServerState, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas,
-		CmdSetPortIntent, CmdRecordServerPort, CmdForgetServerPort}
+		CmdSetPortIntent, CmdRecordServerPort, CmdForgetServerPort, CmdRequestInterfaceAction, CmdFinishInterfaceAction, CmdStopAfterRebuild, CmdRecordExternalEvents}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

@@ -70,6 +70,14 @@ const (
 	CmdSetPortIntent    CommandType = 56
 	CmdRecordServerPort CommandType = 57
 	CmdForgetServerPort CommandType = 58
+	// 59, 60: os-interface on a running server (server_interfaces.go).
+	CmdRequestInterfaceAction CommandType = 59
+	CmdFinishInterfaceAction  CommandType = 60
+	// 61: a rebuild of a stopped server ends stopped (rebuild_stopped.go).
+	CmdStopAfterRebuild CommandType = 61
+	// 63: the external events of Nova's os-server-external-events
+	// (external_events.go).
+	CmdRecordExternalEvents CommandType = 63
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

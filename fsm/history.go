@@ -10,8 +10,9 @@ import (
 
 // The history of each server: its actions, as Nova's os-instance-actions
 // lists them, each with the request that asked for it, the leader's time
-// it started and changed, and its events (one per action here: the
-// owner's part of it, with its outcome and the host that took it).
+// it started and changed, and its events (the owner's part of it, one
+// per action but the rebuild of a stopped server, with its outcome and
+// the host that took it).
 //
 // Apply keeps it from the changes of the server itself (putServer
 // compares the server before and after every entry), so every command
@@ -24,8 +25,11 @@ import (
 //     instead, in Error, as in Nova;
 //   - delete: when the delete is requested (or done, for a server never
 //     scheduled); its event finishes when the server is DELETED;
-//   - stop, start, reboot (soft and hard), rebuild: when the action is
-//     requested; its event finishes with the owner's outcome;
+//   - stop, start, reboot (soft and hard), rebuild, attach_interface,
+//     detach_interface: when the action is requested; its event finishes
+//     with the owner's outcome; a rebuild of a stopped server has a second
+//     event, the stop that follows the redeploy (rebuild_stopped.go), and
+//     both finish with the stop;
 //   - resetState: when done (no event, as Nova records it); an action
 //     the reset drops finishes in Error at once (its outcome will not be
 //     taken, as in Nova, where the driver cannot save it), and so does
@@ -33,6 +37,10 @@ import (
 //     in the server, not in its history);
 //   - lock, unlock: when done (no event, as in Nova; a rename is no
 //     action in Nova, nor here);
+//   - external events (external_events.go): each event another service
+//     sent through os-server-external-events and the API accepted, as an
+//     event of the server's latest action, never open, placed before
+//     the owner's event while that one is open;
 //   - failover: every change of owner (a dead or drained host's plan, an
 //     operator's move), which Nova has no action for: an action of its
 //     own, its message the reason ("host down: from peer3 at epoch 1"),
@@ -90,8 +98,9 @@ type ActionEvent struct {
 var eventOf = map[string]string{
 	ActionCreate: "compute__do_build_and_run_instance", ActionDelete: "compute_terminate_instance",
 	ActionStop: "compute_stop_instance", ActionStart: "compute_start_instance",
-	ActionReboot: "compute_reboot_instance", ActionRebuild: "compute_rebuild_instance",
-	ActionFailover: "corral_reassign_owner",
+	ActionReboot: "compute_reboot_instance", ActionRebuild: "compute_rebuild_instance", // and compute_stop_instance after a stopped server's rebuild
+	ActionFailover:        "corral_reassign_owner",
+	ActionAttachInterface: "compute_attach_interface", ActionDetachInterface: "compute_detach_interface",
 }
 
 // eventNoHost is the create's event of a server no host could take:
@@ -99,10 +108,14 @@ var eventOf = map[string]string{
 const eventNoHost = "conductor_schedule_and_build_instances"
 
 // actionName is the instance action of a server action's kind (Nova has
-// one reboot action, soft or hard).
+// one reboot action, soft or hard; the stop after a stopped server's
+// rebuild is part of the rebuild).
 func actionName(kind string) string {
-	if kind == ActionRebootHard {
+	switch kind {
+	case ActionRebootHard:
 		return ActionReboot
+	case ActionRebuildStop:
+		return ActionRebuild
 	}
 	return kind
 }
@@ -162,6 +175,10 @@ func (st *state) noteServer(old Server, had bool, s Server) {
 	na, oa := s.Action, old.Action
 	requested := na != nil && (oa == nil || oa.Kind != na.Kind || !oa.RequestedAt.Equal(na.RequestedAt))
 	switch {
+	case requested && oa != nil && oa.Kind == ActionRebuild && na.Kind == ActionRebuildStop && oa.RequestedAt.Equal(na.RequestedAt):
+		// The stop after the rebuild of a stopped server: an event of
+		// the rebuild, as Nova's stop_instance runs within it.
+		st.startEvent(s.ID, ActionRebuild, eventOf[ActionStop], at, s.Host)
 	case requested:
 		if oa != nil {
 			st.finishAction(s.ID, actionName(oa.Kind), at, s.Host, EventResultError, "superseded by another action")
@@ -233,8 +250,28 @@ func (st *state) addAction(id string, a InstanceAction) {
 	st.actions[id] = append(append(out, keep...), a)
 }
 
-// finishAction finishes the open event of the server's latest action
-// named name; it reports whether there was one.
+// startEvent starts event on the server's latest action named name (the
+// action's updated_at moves to it, as in Nova).
+func (st *state) startEvent(id, name, event string, at time.Time, host string) {
+	acts := st.actions[id]
+	for i := len(acts) - 1; i >= 0; i-- {
+		a := acts[i]
+		if a.Action != name {
+			continue
+		}
+		a.Events = append(slices.Clone(a.Events), ActionEvent{Event: event, StartTime: at, Host: host})
+		a.UpdatedAt = at
+		acts = slices.Clone(acts)
+		acts[i] = a
+		st.actions[id] = acts
+		return
+	}
+}
+
+// finishAction finishes the open events of the server's latest action
+// named name (the last one, and those started before it and still open:
+// the rebuild of a stopped server, whose stop runs within it); it reports
+// whether there was one.
 func (st *state) finishAction(id, name string, at time.Time, host, result, trace string) bool {
 	acts := st.actions[id]
 	for i := len(acts) - 1; i >= 0; i-- {
@@ -247,10 +284,12 @@ func (st *state) finishAction(id, name string, at time.Time, host, result, trace
 			return false
 		}
 		a.Events = slices.Clone(a.Events)
-		ev := &a.Events[n-1]
-		ev.FinishTime, ev.Result, ev.Traceback = at, result, trace
-		if host != "" {
-			ev.Host = host
+		for j := n - 1; j >= 0 && a.Events[j].FinishTime.IsZero(); j-- {
+			ev := &a.Events[j]
+			ev.FinishTime, ev.Result, ev.Traceback = at, result, trace
+			if host != "" {
+				ev.Host = host
+			}
 		}
 		if result == EventResultError {
 			a.Message = EventResultError

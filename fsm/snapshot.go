@@ -30,10 +30,13 @@ import (
 // server fields of Nova's API (fsm/server_fields.go: reservation id and
 // launch index, description, access addresses, tags, a rebuild's
 // preserve_ephemeral), written on the same terms: only while a server
-// holds one of them. This peer reads all four versions.
+// holds one of them. Version 5 has the bodies of version 4; it is written
+// while a server's action is one older peers do not know (the power-off
+// after the rebuild of a stopped server, rebuild_stopped.go). This peer
+// reads all five versions.
 const (
 	SnapshotMagic   = "CORRALSN"
-	SnapshotVersion = snapshotVersionFields
+	SnapshotVersion = snapshotVersionRebuildStop
 
 	// snapshotVersionJSON is the first format: JSON bodies only.
 	snapshotVersionJSON = 1
@@ -43,6 +46,8 @@ const (
 	snapshotVersionIntents = 3
 	// snapshotVersionFields adds the server fields of Nova's API.
 	snapshotVersionFields = 4
+	// snapshotVersionRebuildStop adds the action ActionRebuildStop.
+	snapshotVersionRebuildStop = 5
 
 	// SnapshotVersionBase is the format written while nothing in the
 	// state needs SnapshotVersion's additions (see above).
@@ -266,7 +271,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, fmt.Errorf("%w: snapshot applied index: %w", ErrInvalid, truncated(err))
 	}
 	st := newState()
-	st.loadVersion = version
+	st.loadVersion, st.indexLater = version, true
 	if version > snapshotVersionJSON {
 		servers, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -280,6 +285,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		// corrupt count cannot allocate without limit.
 		hint := func(n uint64) int { return int(min(n, 1<<20)) }
 		st.servers = make(map[string]Server, hint(servers))
+		st.loaded.live = make([]liveEntry, 0, hint(servers))
 		st.reservations = make(map[string]string, hint(servers))
 		st.nodes = make(map[string]Node, hint(nodes))
 	}

@@ -48,6 +48,13 @@ type state struct {
 	// (index, kept by putServer, removeServer and the key pair commands,
 	// rebuilt on restore; see quota_check.go).
 	usage quotaUsage
+	// idx orders the live servers as lists show them and the deleted
+	// ones by their last update (index, kept by putServer and
+	// removeServer, built at the end of a restore while indexLater; see
+	// server_index.go).
+	idx        serverIndex
+	indexLater bool
+	loaded     indexBuild // the servers a restore loaded, while indexLater
 	// conflicted holds every mirrored node with an inventory conflict, and
 	// possibly nodes whose conflict cleared since the last node sync
 	// (index, kept by applySyncNodes, rebuilt on restore; see node.go).
@@ -60,6 +67,9 @@ type state struct {
 	// (server_fields.go; index, kept the same way): while it is zero,
 	// snapshots are written in format 3 or 2.
 	format4 int
+	// format5 counts the servers that hold what format 4 cannot carry
+	// (rebuild_stopped.go; kept the same way).
+	format5 int
 
 	// frozen, set only in a snapshot copy (clone), holds the framed
 	// records of the binary record types as they were encoded under the
@@ -101,6 +111,7 @@ func newState() *state {
 		hostServers:  map[string]int{},
 		usage:        newQuotaUsage(),
 		conflicted:   map[string]struct{}{},
+		idx:          newServerIndex(),
 	}
 }
 
@@ -148,6 +159,8 @@ func (st *state) clone() *state {
 // all of it.
 func (st *state) snapshotVersion() uint16 {
 	switch {
+	case st.format5 > 0:
+		return snapshotVersionRebuildStop
 	case st.format4 > 0:
 		return snapshotVersionFields
 	case st.format3 > 0:

@@ -61,6 +61,12 @@ type Config struct {
 	TLS            bool
 	Keystone       bool
 	OpenStackEnv   string
+	Neutron        bool
+	NeutronEnv     string
+	UserPorts      int
+	ReapGrace      time.Duration
+	BootEvery      time.Duration
+	MaxBusy        int
 	Workload       string
 	Waves          int
 	WaveSize       int
@@ -103,6 +109,12 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.TLS, "tls", false, "TLS everywhere: a CA and per-peer certificates from corral tls, agents with [tls] (verify_incoming) and [gossip] encrypt, clients over HTTPS with a client certificate")
 	fs.BoolVar(&c.Keystone, "keystone", false, "agents with [auth] strategy = keystone, the workload as a Keystone member user (alice, demo-a); needs -openstack-env (skipped, with a message, without it)")
 	fs.StringVar(&c.OpenStackEnv, "openstack-env", os.Getenv("OPENSTACK_ENV"), "env file of scripts/openstack-up.sh (default $OPENSTACK_ENV), for -keystone")
+	fs.BoolVar(&c.Neutron, "neutron", false, "agents with [neutron], every boot on Neutron's shared network (some with a port of the user's), Neutron's ports checked after the run; needs -keystone and -neutron-env (skipped, with a message, without it)")
+	fs.StringVar(&c.NeutronEnv, "neutron-env", os.Getenv("NEUTRON_ENV"), "env file of scripts/neutron-up.sh (default $NEUTRON_ENV), for -neutron")
+	fs.IntVar(&c.UserPorts, "neutron-user-ports", 12, "-neutron: ports the user makes before the run; one boot in 4 is handed one ({\"port\": ID}) while they last")
+	fs.DurationVar(&c.ReapGrace, "neutron-reap-grace", time.Minute, "-neutron: the agents' [neutron] port_reap_grace (at least 1m), the leader's reaper's grace for ports whose server is gone; the check waits it (plus 20s) for orphans to go")
+	fs.DurationVar(&c.BootEvery, "neutron-boot-every", 5*time.Second, "-neutron: at most one boot this often and one delete four times as seldom (one asked for sooner is a list or show instead): every boot makes Neutron bind a port, which a loaded Neutron does slowly")
+	fs.IntVar(&c.MaxBusy, "neutron-max-busy", 3, "-neutron: no boot while the last linearizable list showed this many servers building or being deleted (counting the boots sent since); 0: no limit")
 	fs.StringVar(&c.Workload, "workload", history.WorkloadMixed, "mixed: clients boot, delete, show and list at random; massboot: waves of -wave-size simultaneous boots, then deletes of them all; actions: boots and deletes plus stop, start, reboot and rebuild, faults aimed at the owners of servers with an action just accepted")
 	fs.IntVar(&c.ActionClients, "action-clients", 6, "actions: clients sending server actions (beside -clients booting, deleting, showing and listing)")
 	fs.DurationVar(&c.DeployDelay, "deploy-delay", 200*time.Millisecond, "simulator: how long a deploy, rebuild or undeploy takes (actions: 3s)")
@@ -168,6 +180,30 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if c.RealIronic && c.Workload == history.WorkloadActions {
 		return c, fmt.Errorf("-workload actions checks the Ironic simulator's side-effect log: it does not run with -real-ironic")
+	}
+	if c.Neutron {
+		// Every boot and delete now waits on Neutron (the API checks the
+		// networks, the owner makes, binds and deletes ports): fewer
+		// clients, and room for a slow Neutron before a boot's outcome
+		// becomes unknown.
+		if !c.Flag(fs, "clients") && c.Workload == history.WorkloadMixed {
+			c.Clients = 4
+		}
+		if !c.Flag(fs, "op-timeout") && c.OpTimeout < 15*time.Second {
+			c.OpTimeout = 15 * time.Second
+		}
+	}
+	if c.Neutron && !c.Keystone {
+		return c, fmt.Errorf("-neutron needs -keystone: the ports are the Keystone project's of the booting user, who also makes the user ports, and the agents reach Neutron as a service user of that Keystone")
+	}
+	if c.Neutron && c.Workload == history.WorkloadMassBoot {
+		return c, fmt.Errorf("-neutron does not run with -workload massboot: hundreds of simultaneous port bindings are more than the loopback Neutron takes")
+	}
+	if c.Neutron && c.RealIronic {
+		return c, fmt.Errorf("-neutron runs with the Ironic simulator: a real Ironic would need the flat network interface and a [neutron] of its own")
+	}
+	if c.UserPorts < 0 {
+		return c, fmt.Errorf("-neutron-user-ports must not be negative")
 	}
 	if c.RealIronic && c.IronicURL == "" {
 		return c, fmt.Errorf("-real-ironic needs -ironic-url or IRONIC_URL (e.g. IRONIC_URL=$(../scripts/ironic-up.sh))")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,5 +25,27 @@ func TestMassBootFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-workload", "bulk"}); err == nil {
 		t.Fatal("an unknown workload was accepted")
+	}
+}
+
+// -neutron needs -keystone, and the simulator.
+func TestNeutronFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-keystone", "-neutron", "-neutron-env", "/x/neutron.env"})
+	if err != nil || !c.Neutron || c.NeutronEnv != "/x/neutron.env" || c.UserPorts != 12 || c.ReapGrace != time.Minute ||
+		c.Clients != 4 || c.BootEvery != 5*time.Second || c.MaxBusy != 3 || c.OpTimeout != 15*time.Second {
+		t.Fatalf("-keystone -neutron: %v %+v", err, c)
+	}
+	if c, err := parseFlags([]string{"-keystone", "-neutron", "-clients", "10", "-op-timeout", "5s"}); err != nil || c.Clients != 10 || c.OpTimeout != 5*time.Second {
+		t.Fatalf("explicit flags lost: %v %+v", err, c)
+	}
+	if _, err := parseFlags([]string{"-keystone", "-neutron", "-workload", "massboot"}); err == nil {
+		t.Fatal("-neutron with the mass boot was accepted")
+	}
+	if _, err := parseFlags([]string{"-neutron"}); err == nil || !strings.Contains(err.Error(), "-keystone") {
+		t.Fatalf("-neutron alone: %v, want an error naming -keystone", err)
+	}
+	if _, err := parseFlags([]string{"-keystone", "-neutron", "-ironic-url", "http://127.0.0.1:6385"}); err == nil ||
+		!strings.Contains(err.Error(), "simulator") {
+		t.Fatalf("-neutron with a real Ironic: %v, want an error", err)
 	}
 }

@@ -144,3 +144,56 @@ func TestUnfeltWindowIsAWarning(t *testing.T) {
 		}
 	}
 }
+
+// A saved run with -neutron is re-checked with its Neutron state and the
+// simulator's log: clean it exits 0; with an orphan port, or a user's port
+// not given back, it exits 1 and the report names them.
+func TestRecheckNeutron(t *testing.T) {
+	r := historytest.NewNeutronRun()
+	dir := t.TempDir()
+	write := func(fs history.FinalState) {
+		t.Helper()
+		if err := history.WriteFile(filepath.Join(dir, history.HistoryFile), r.H.Ops); err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]any{history.FinalFile: fs, history.WindowsFile: []history.Window{},
+			history.EffectsFile: r.Log, history.VerdictFile: check.Verdict{Run: check.RunInfo{Started: "test", Networks: "Neutron"}}} {
+			if err := history.WriteJSON(filepath.Join(dir, name), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(r.FS)
+	if code := realMain([]string{"-recheck", dir}); code != 0 {
+		t.Fatalf("clean recheck exited %d:\n%s", code, recheckReport(t, dir))
+	}
+	if rep := recheckReport(t, dir); !strings.Contains(rep, "## Neutron ports") || !strings.Contains(rep, "VIFs checked") {
+		t.Fatalf("report lacks the Neutron part:\n%s", rep)
+	}
+	r.FS.Neutron.Ports = append(r.FS.Neutron.Ports, historytest.Port(historytest.PortA, historytest.IDA, "", "192.0.2.10", "fa:16:3e:00:00:0a", "corral"))
+	p := r.PortOf(historytest.UserD)
+	p.DeviceID, p.DeviceOwner, p.HostID = historytest.IDD, "compute:nova", historytest.NodeX
+	write(r.FS)
+	if code := realMain([]string{"-recheck", dir}); code != 1 {
+		t.Fatalf("recheck with an orphan exited %d, want 1", code)
+	}
+	rep := recheckReport(t, dir)
+	for _, want := range []string{"`neutron-orphan-port` " + historytest.IDA, "`neutron-user-port-not-released` " + historytest.IDD, "INVALID"} {
+		if !strings.Contains(rep, want) {
+			t.Errorf("report lacks %q:\n%s", want, rep)
+		}
+	}
+	// Without the simulator's log the VIFs are a note, not a failure.
+	if err := os.Remove(filepath.Join(dir, history.EffectsFile)); err != nil {
+		t.Fatal(err)
+	}
+	r = historytest.NewNeutronRun()
+	write(r.FS)
+	_ = os.Remove(filepath.Join(dir, history.EffectsFile))
+	if code := realMain([]string{"-recheck", dir}); code != 0 {
+		t.Fatalf("recheck without side_effects.json exited %d", code)
+	}
+	if rep := recheckReport(t, dir); !strings.Contains(rep, "VIFs not checked: no side-effect log") {
+		t.Fatalf("report does not say the VIFs were not checked:\n%s", rep)
+	}
+}

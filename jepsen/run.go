@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,6 +42,12 @@ type runner struct {
 	cl       *cluster.Cluster
 	fw       *netem.Firewall
 	once     sync.Once
+
+	// -neutron: the ports the suite removes at the end (the user's, and
+	// those corral made for the run's servers), as Neutron's admin.
+	ntAdmin *client.Neutron
+	ntMu    sync.Mutex
+	ntPorts []string
 }
 
 // main carries the run out and returns the exit status; an interrupt
@@ -95,6 +102,7 @@ func (r *runner) cleanup() {
 				r.logf("stop the agents: %v", err)
 			}
 		}
+		r.removePorts()
 		if r.ir != nil && len(r.enrolled) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			if err := r.ir.Cleanup(ctx, r.rc, r.enrolled); err != nil {
@@ -162,6 +170,7 @@ func (r *runner) startIronic(ctx context.Context, runID string) error {
 // run sets the cluster up, runs the workload under the nemesis, heals,
 // reads the final state and checks it all.
 func (r *runner) run(ctx context.Context) (check.Verdict, error) {
+	started := time.Now()
 	families, _ := nemesis.ParseFamilies(r.cfg.Nemesis)
 	variants, _ := nemesis.ParseVariants(r.cfg.Partitions)
 	rng := rand.New(rand.NewSource(r.cfg.Seed))
@@ -190,7 +199,12 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 		return check.Verdict{}, err
 	}
 	sec, err := r.cl.Secure(ctx, cluster.SecureOptions{TLS: r.cfg.TLS, GossipKey: nemesis.NeedsGossipKey(families),
-		Keystone: r.cfg.Keystone, OpenStackEnv: r.cfg.OpenStackEnv, Logf: r.logf})
+		Keystone: r.cfg.Keystone, OpenStackEnv: r.cfg.OpenStackEnv, Neutron: r.cfg.Neutron, NeutronEnv: r.cfg.NeutronEnv,
+		NeutronReapGrace: r.cfg.ReapGrace, Logf: r.logf})
+	if err != nil {
+		return check.Verdict{}, err
+	}
+	nets, err := r.userPorts(ctx, sec, runID)
 	if err != nil {
 		return check.Verdict{}, err
 	}
@@ -223,7 +237,8 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 	nem := &nemesis.Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
 		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf}
 	runWorkload, mb := r.workload(&workload.Ops{Cl: r.cl, API: sec.ClientAPI(api), Rec: rec, Timeout: r.cfg.OpTimeout,
-		Flavor: "jepsen", Image: r.cfg.Image}, api, nem)
+		Flavor: "jepsen", Image: r.cfg.Image, Nets: nets, BootEvery: bootEvery(nets, r.cfg.BootEvery),
+		MaxBusy: maxBusy(nets, r.cfg.MaxBusy)}, api, nem)
 	wctx, wcancel := context.WithTimeout(ctx, r.cfg.Duration)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -265,8 +280,11 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 	pace.Sleep(ctx, 2*time.Second) // a stray Ironic side effect would land now
 	fs := probe.Collect(ctx)
 	fs.Quiesced = quiet
+	if sec.Neutron != nil {
+		r.collectNeutron(ctx, probe, &fs, sec, nets, started, ops)
+	}
 	var effects client.EffectLog
-	if r.cfg.Workload == history.WorkloadActions {
+	if r.cfg.Workload == history.WorkloadActions || sec.Neutron != nil {
 		if effects, err = r.sideEffects(ctx, rec); err != nil {
 			return check.Verdict{}, err
 		}
@@ -291,6 +309,7 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 		}
 	}
 	run.Security, run.Auth = sec.Describe()
+	run.Networks = sec.DescribeNeutron()
 	ops, run.Injected = applyInjections(r.cfg, ops)
 	if err := history.WriteJSON(filepath.Join(r.dir, history.FinalFile), fs); err != nil {
 		return check.Verdict{}, err
@@ -337,6 +356,110 @@ func (r *runner) workload(ops *workload.Ops, admin *client.Corral, nem *nemesis.
 	}
 	w := &workload.Mixed{Ops: ops, Clients: r.cfg.Clients, MaxLive: r.cfg.MaxLive, Seed: r.cfg.Seed}
 	return w.Run, nil
+}
+
+// userPortEvery: one boot in userPortEvery is handed a user's port (while
+// -neutron-user-ports last), the others ask for the network.
+const userPortEvery = 4
+
+// bootEvery is the boots' spacing: -neutron-boot-every with Neutron,
+// none without.
+func bootEvery(nets *workload.Networks, d time.Duration) time.Duration {
+	if nets == nil {
+		return 0
+	}
+	return d
+}
+
+// maxBusy is -neutron-max-busy with Neutron, no limit without.
+func maxBusy(nets *workload.Networks, n int) int {
+	if nets == nil {
+		return 0
+	}
+	return n
+}
+
+// userPorts, with -neutron, makes the user's ports the boots are handed
+// (-neutron-user-ports) and returns the boots' networks; nil without
+// Neutron.
+func (r *runner) userPorts(ctx context.Context, sec cluster.Security, runID string) (*workload.Networks, error) {
+	if sec.Neutron == nil {
+		return nil, nil
+	}
+	r.ntAdmin = sec.Neutron.Admin()
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	nets, err := workload.NewNetworks(pctx, sec.Neutron.User(), sec.Neutron.NetworkID, "jepsen-"+runID+"-port", r.cfg.UserPorts, userPortEvery)
+	r.forgetLater(nets.UserPorts())
+	if err != nil {
+		return nil, fmt.Errorf("-neutron: %w", err)
+	}
+	r.logf("made %d ports of %s on %s in %s: one boot in %d gets one while they last", len(nets.UserPorts()), sec.Keystone.User,
+		sec.Neutron.Network, time.Since(start).Round(time.Millisecond), nets.Every)
+	return nets, nil
+}
+
+// collectNeutron gives the reaper its grace, then reads the run's ports
+// and the servers' addresses into fs.Neutron, and notes the ports to
+// remove at the end.
+func (r *runner) collectNeutron(ctx context.Context, probe *cluster.Probe, fs *history.FinalState, sec cluster.Security,
+	nets *workload.Networks, started time.Time, ops []history.Op) {
+	nr := &cluster.NeutronRun{NT: sec.Neutron, Admin: r.ntAdmin, ProjectID: sec.KeystoneProject, Since: started,
+		UserPorts: nets.UserPorts(), Grace: r.cfg.ReapGrace}
+	known := history.ServerIDs(ops)
+	ks := history.Set(known)
+	for _, s := range fs.Servers {
+		ks[s.ID] = true
+	}
+	reap := nr.AwaitReaped(ctx, *fs, ks)
+	r.logf("Neutron: %d orphan ports after the quiescence, %.1fs given to the reaper", reap.OrphansBefore, reap.WaitedS)
+	probe.CollectNeutron(ctx, fs, nr, known, reap)
+	r.forgetLater(cluster.RunPorts(fs.Neutron))
+}
+
+// forgetLater adds ports to those removed at the end.
+func (r *runner) forgetLater(ids []string) {
+	r.ntMu.Lock()
+	defer r.ntMu.Unlock()
+	r.ntPorts = append(r.ntPorts, ids...)
+}
+
+// removePorts deletes the run's ports from Neutron (after the agents
+// stopped), so that the shared Neutron is left as it was.
+func (r *runner) removePorts() {
+	r.ntMu.Lock()
+	ids := slices.Compact(slices.Sorted(slices.Values(r.ntPorts)))
+	r.ntPorts = nil
+	r.ntMu.Unlock()
+	if r.ntAdmin == nil || len(ids) == 0 {
+		return
+	}
+	// A Neutron still working through the agents' last requests may take
+	// minutes to answer: each delete gets a minute, and those that fail
+	// a second try.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	left := ids
+	var failed []string
+	for try := 0; try < 2 && len(left) > 0; try++ {
+		var again []string
+		failed = nil
+		for _, id := range left {
+			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+			err := r.ntAdmin.DeletePort(dctx, id)
+			dcancel()
+			if err != nil {
+				again = append(again, id)
+				failed = append(failed, fmt.Sprintf("%s: %v", id, err))
+			}
+		}
+		left = again
+	}
+	r.logf("removed %d of the run's %d Neutron ports", len(ids)-len(left), len(ids))
+	if len(failed) > 0 {
+		r.logf("Neutron ports not removed (delete them as the admin): %s", strings.Join(failed, "; "))
+	}
 }
 
 // sideEffects reads the simulator's side-effect log into side_effects.json.

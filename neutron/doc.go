@@ -3,7 +3,10 @@
 // need: networks (list and show, with the shared/project visibility Nova
 // applies), subnets (show) and ports (create with a device, a vnic type and
 // a host binding; list by device or network; show; update and unbind;
-// delete).
+// delete), and what the leader's port reaper (neutron/reaper) needs: the
+// ports corral marked (CreatedByCorral, listed by Neutron's description
+// filter) with their revision, and a delete or a give-back made only at
+// the revision read (If-Match; ErrChanged otherwise).
 //
 // It talks to Neutron as corral's own service user (Nova's [neutron]
 // options: password authentication against Keystone, the endpoint from the

@@ -22,6 +22,10 @@ var (
 	// ErrUnavailable: Neutron or Keystone could not be reached or answered an error of its
 	// own (5xx, timeout, no network endpoint in the catalog).
 	ErrUnavailable = errors.New("neutron: unavailable")
+	// ErrChanged: a change made conditional on the revision the caller read
+	// (If-Match: revision_number) was refused because the object changed
+	// since (412); nothing was changed.
+	ErrChanged = errors.New("neutron: changed since read")
 )
 
 // APIError is one error answer of Neutron: its HTTP status and its

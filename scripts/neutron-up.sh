@@ -18,7 +18,8 @@
 #
 # stdout: exactly one line, the path of $NEUTRON_DIR/neutron.env (KEY=VALUE lines: NEUTRON_URL,
 # NEUTRON_PID, NEUTRON_DIR, NEUTRON_AUTH, NEUTRON_KEYSTONE_URL, NEUTRON_REGION, NEUTRON_PHYSNET,
-# NEUTRON_PROVIDER_NETWORK(_ID), NEUTRON_PROVIDER_SUBNET_ID, NEUTRON_PROVIDER_CIDR,
+# NEUTRON_PROVIDER_NETWORK(_ID), NEUTRON_PROVIDER_SUBNET_ID, NEUTRON_PROVIDER_CIDR, NEUTRON_NOTIFY_NOVA (0 or 1,
+# as the running instance was started), NEUTRON_OPENSTACK_ENV (with Keystone: the OPENSTACK_ENV used),
 # NEUTRON_BAREMETAL_AGENT_HOSTS (this run's, comma-separated); load with
 # `set -a; . FILE; set +a`). Everything else goes to stderr. Idempotent: while up it only checks the
 # registration and the provider network again, (re)writes the agent rows and prints the path again.
@@ -560,6 +561,13 @@ pid=$(cat "$PIDFILE")
 	printf 'NEUTRON_PROVIDER_SUBNET_ID=%s\nNEUTRON_PROVIDER_CIDR=%s\n' "$subnet_id" "$NEUTRON_PROVIDER_CIDR"
 	hosts=$(echo $NEUTRON_BAREMETAL_AGENT_HOSTS | tr ', ' '\n\n' | sed '/^$/d' | paste -sd, -)
 	printf 'NEUTRON_BAREMETAL_AGENT_HOSTS=%s\n' "$hosts"
+	# What the running instance was started with (not this run's knob).
+	notifying=0
+	grep -q '^notify_nova_on_port_data_changes = true' "$CONF" && notifying=1
+	printf 'NEUTRON_NOTIFY_NOVA=%s\n' "$notifying"
+	if [[ $NEUTRON_AUTH == keystone ]]; then
+		printf 'NEUTRON_OPENSTACK_ENV=%s\n' "$(cd "$(dirname "$OPENSTACK_ENV")" && pwd)/$(basename "$OPENSTACK_ENV")"
+	fi
 } >"$ENVFILE.tmp"
 mv "$ENVFILE.tmp" "$ENVFILE"
 say "up (start: $((SECONDS - started))s), pid $pid"

@@ -280,7 +280,8 @@ max_microversion = $max_microversion
 fixed_network_name =
 build_timeout = 120
 build_interval = 1
-min_compute_nodes = 1
+# Every peer is a nova-compute host (os-services), and server groups are over hosts.
+min_compute_nodes = $TEMPEST_PEERS
 
 [compute-feature-enabled]
 # devstack's lib/tempest for VIRT_DRIVER=ironic, as Nova's Ironic jobs run it.

@@ -49,6 +49,8 @@ FILES = {
             "create_server_with_admin_pass": "v2_1.servers",
             "delete_server": "v2_1.servers",
             "server_actions_common_schema": "v2_1.servers",
+            "show_password": "v2_1.servers",
+            "server_actions_delete_password": "v2_1.servers",
         },
     },
     "server_groups": {
@@ -121,6 +123,17 @@ FILES = {
         "fixed": {
             "list_availability_zone_list": "v2_1.availability_zone",
             "list_availability_zone_list_detail": "v2_1.availability_zone",
+        },
+    },
+    "images": {
+        # Nova's image proxy (to 2.35) and image metadata (to 2.38).
+        "fixed": {
+            "get_image": "v2_1.images",
+            "list_images": "v2_1.images",
+            "list_images_details": "v2_1.images",
+            "delete": "v2_1.images",
+            "image_metadata": "v2_1.images",
+            "image_meta_item": "v2_1.images",
         },
     },
     "versions": {

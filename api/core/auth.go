@@ -37,6 +37,9 @@ const (
 	RoleProjectMember Role = "project_member" // boot and delete one's project's servers
 	// RolePeer marks the peers' endpoints (peers.go).
 	RolePeer Role = "peer"
+	// RoleService is met by the admin role or Keystone's service role
+	// (Nova's service_or_admin): what other OpenStack services call.
+	RoleService Role = "service"
 )
 
 // TokenValidator validates Keystone tokens (auth/keystone.Validator).
@@ -54,6 +57,9 @@ type Caller struct {
 	Static bool
 	// Project and User: the token's (empty for static tokens).
 	Project, User string
+	// Service: the Keystone token carries the service role (another
+	// OpenStack service's user).
+	Service bool
 	// KeystoneToken is the caller's token when Keystone issued it: the one
 	// credential corral may pass on to Glance and Ironic, where the caller's
 	// own authority is meant. Empty for corral's static tokens, which never
@@ -104,6 +110,8 @@ func (cl Caller) Allows(need Role) bool {
 		return cl.Role == RoleAdmin || cl.Role == RoleMember
 	case RoleReader:
 		return cl.Role == RoleAdmin || (cl.Static && cl.Role == RoleReader)
+	case RoleService:
+		return cl.Role == RoleAdmin || cl.Service
 	}
 	return cl.Role == RoleAdmin
 }
@@ -152,6 +160,8 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 
 func forbidden(cl Caller, need Role, method, path string) error {
 	switch {
+	case need == RoleService:
+		return fmt.Errorf("%w: %s %s is for other OpenStack services: it needs the admin or service role", ErrForbidden, method, path)
 	case cl.Role == "":
 		return fmt.Errorf("%w: the token carries none of the roles admin, member, reader in its project; "+
 			"ask an administrator for one", ErrForbidden)
@@ -208,7 +218,7 @@ func (s *Server) authenticate(c echo.Context) (Caller, error) {
 	case err != nil:
 		return Caller{}, err
 	}
-	cl := Caller{Project: id.ProjectID, User: id.UserID, KeystoneToken: tok}
+	cl := Caller{Project: id.ProjectID, User: id.UserID, KeystoneToken: tok, Service: id.HasRole("service")}
 	switch {
 	case id.HasRole("admin"):
 		cl.Role = RoleAdmin

@@ -44,6 +44,7 @@ var extensions = []extension{
 	{"os-instance-actions", "InstanceActions", "View a log of actions and events taken on an instance."},
 	{"os-keypairs", "Keypairs", "Keypair Support."},
 	{"os-lock-server", "LockServer", "Enable lock/unlock server actions."},
+	{"os-server-external-events", "ServerExternalEvents", "Server External Event Triggers."},
 	{"os-server-groups", "ServerGroups", "Server group support."},
 	{"os-server-start-stop", "ServerStartStop", "Start/Stop instance compute API support."},
 	{"os-services", "Services", "Services support."},

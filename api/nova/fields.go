@@ -127,7 +127,7 @@ func tables() []tableSpecs {
 		specsOf(quotaSetTable), specsOf(quotaClassTable),
 		specsOf(hypervisorStatsTable), specsOf(extensionTable), specsOf(serverUsageTable), specsOf(tenantUsageTable),
 		specsOf(serverGroupTable), specsOf(instanceActionTable), specsOf(actionEventTable),
-		specsOf(hostTable), specsOf(hostResourceTable),
+		specsOf(hostTable), specsOf(hostResourceTable), specsOf(imageTable),
 	}
 }
 

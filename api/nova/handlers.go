@@ -1,6 +1,10 @@
 package nova
 
-import "github.com/corral-dev/corral/api/core"
+import (
+	"log/slog"
+
+	"github.com/corral-dev/corral/api/core"
+)
 
 // Config is what the compute API needs besides the replicated state.
 type Config struct {
@@ -15,6 +19,9 @@ type Config struct {
 	// Networks, when set ([neutron]), checks a boot's networks and ports
 	// in Neutron (networks.go).
 	Networks NetworkService
+	// Logger logs what the compute API does besides answering (default:
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
 // Handlers serve the compute API.
@@ -27,10 +34,14 @@ type Handlers struct {
 	Baremetal BaremetalProxy
 	// noPassword: enable_instance_password is off.
 	noPassword bool
+	log        *slog.Logger
 }
 
 // New returns the compute API's handlers over st.
 func New(st *core.State, cfg Config) *Handlers {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	return &Handlers{st: st, images: cfg.Images, networks: cfg.Networks, Baremetal: BaremetalProxy{Source: cfg.BaremetalNodes},
-		noPassword: cfg.NoInstancePassword}
+		noPassword: cfg.NoInstancePassword, log: cfg.Logger.With("component", "compute-api")}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode"
 
@@ -17,13 +18,21 @@ import (
 	"github.com/corral-dev/corral/glance"
 )
 
-// ImageService reads images from Glance (*glance.Client implements it).
+// ImageService reads images from Glance, and changes them for Nova's
+// image proxy (*glance.Client implements it).
 // token is the caller's Keystone token; empty for a caller with one of
 // corral's static tokens, which never leave corral: the service then
 // reads as corral's own service user, if it has one. Errors wrap
 // glance.ErrNotFound, glance.ErrUnauthorized or glance.ErrUnavailable.
 type ImageService interface {
 	Image(ctx context.Context, token, id string) (glance.Image, error)
+	// The image proxy's (images_proxy.go, image_metadata.go).
+	URL() string
+	ListImages(ctx context.Context, token string, q url.Values, max int) ([]glance.Doc, error)
+	ImageDoc(ctx context.Context, token, id string) (glance.Doc, error)
+	DeleteImage(ctx context.Context, token, id string) error
+	PatchImage(ctx context.Context, token, id string, ops []glance.PatchOp) (glance.Doc, error)
+	BaseAttributes(ctx context.Context, token string) (map[string]bool, error)
 }
 
 // checkImageRef checks a boot's or rebuild's imageRef and returns what

@@ -213,7 +213,8 @@ func actionView(c echo.Context, v fsm.Server, a fsm.InstanceAction) map[string]a
 	if project == "" {
 		project = v.Project()
 	}
-	for _, e := range a.Events {
+	// Newest first, as Nova lists them (created_at, then id, descending).
+	for _, e := range slices.Backward(a.Events) {
 		it.items = append(it.items, actionEventTable.render(c, eventShow, eventItem{e: e, project: project, admin: admin}))
 	}
 	return instanceActionTable.render(c, actionShow, it)

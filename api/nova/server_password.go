@@ -4,6 +4,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/fsm"
@@ -69,4 +72,25 @@ func (h *Handlers) shownPassword(pass string) string {
 		return ""
 	}
 	return pass
+}
+
+// ShowServerPassword is GET /servers/{id}/os-server-password: in Nova,
+// the password the guest posted, encrypted, to the metadata service. A
+// guest of corral reads its config drive and has no metadata service to
+// post to, so a server's password is Nova's empty one.
+func (h *Handlers) ShowServerPassword(c echo.Context) error {
+	if _, err := h.serverForEdit(c); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"password": ""})
+}
+
+// ClearServerPassword is DELETE /servers/{id}/os-server-password, which
+// in Nova forgets the posted password (it does not change the guest's):
+// there is none to forget (ShowServerPassword).
+func (h *Handlers) ClearServerPassword(c echo.Context) error {
+	if _, err := h.serverForEdit(c); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }

@@ -21,7 +21,8 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/ironic/driver"
+	"github.com/corral-dev/corral/neutron/reaper"
+	"github.com/corral-dev/corral/neutron/serverports"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -132,8 +133,16 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		_ = ln.Close()
 		return nil, err
 	}
+	var ports reaper.Neutron // nil without [neutron]: a nil *neutron.Client would not be
 	if nc != nil {
 		apiCfg.Networks = nc
+		ports = nc
+	}
+	portReap, err := portReaper(cfg.NeutronReap, node, ports, reg, logger) // config_neutron_reap.go
+	if err != nil {
+		_ = node.Shutdown()
+		_ = ln.Close()
+		return nil, err
 	}
 	srv, err := api.New(apiCfg, node)
 	if err != nil {
@@ -145,12 +154,24 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 	go func() { a.served <- a.srv.Serve(ln) }()
 	bgctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
+	if portReap != nil {
+		// Every peer with [neutron] runs it; only the leader's acts.
+		a.bg.Add(1)
+		go func() {
+			defer a.bg.Done()
+			portReap.Run(bgctx)
+		}()
+	}
+	var nt serverports.Neutron // nil without [neutron]: a nil *neutron.Client would not be
+	if nc != nil {
+		nt = nc
+	}
 	hypervisor := cfg.Kind == fsm.KindHypervisor
 	if hypervisor {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			runHypervisor(bgctx, cfg, node, reg, logger)
+			runHypervisor(bgctx, cfg, node, reg, logger, nt)
 		}()
 	}
 	if cfg.ironicEnabled() {
@@ -159,10 +180,6 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			var nt driver.Neutron // nil without [neutron]: a nil *neutron.Client would not be
-			if nc != nil {
-				nt = nc
-			}
 			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger, bmSource, nt)
 		}()
 	} else if !hypervisor {

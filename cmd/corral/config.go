@@ -69,6 +69,9 @@ type agentConfig struct {
 	Glance glanceConfig
 	// Neutron is the [neutron] section (config_neutron.go).
 	Neutron neutron.Options
+	// NeutronReap is the leader's port reaper, in [neutron] too
+	// (config_neutron_reap.go).
+	NeutronReap neutronReapConfig
 
 	// LegacyInventory is [workarounds]
 	// report_ironic_standard_resource_class_inventory.
@@ -415,7 +418,7 @@ func (c *agentConfig) validate() error {
 	if len(c.AdminTokens) == 0 && c.AuthStrategy != strategyKeystone {
 		errs = append(errs, errors.New("no admin token: set [auth] admin_tokens in the config file or CORRAL_ADMIN_TOKEN in the environment (with strategy keystone, Keystone's admins need none)"))
 	}
-	errs = append(errs, c.validateAuth(), c.validateGlance(), c.validateNeutron())
+	errs = append(errs, c.validateAuth(), c.validateGlance(), c.validateNeutron(), c.validateNeutronReap())
 	for _, t := range append(append([]string{}, c.AdminTokens...), c.ReaderTokens...) {
 		if len(t) < 8 {
 			errs = append(errs, fmt.Errorf("token %q is too short: use at least 8 characters", t[:min(len(t), 3)]+"…"))

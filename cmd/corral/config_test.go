@@ -466,6 +466,8 @@ project_domain_name = Default
 region_name = RegionOne
 valid_interfaces = internal,public
 endpoint_override = http://10.1.2.40:9696
+port_reap_interval = 2m
+port_reap_grace = 30m
 
 [failover]
 down_grace = 3s
@@ -537,6 +539,7 @@ func TestConfigFullExample(t *testing.T) {
 		Neutron: neutron.Options{AuthType: "password", AuthURL: "http://10.1.2.20:5000/v3", Username: "corral-network",
 			Password: "neutron-secret", ProjectName: "service", UserDomainName: "Default", ProjectDomainName: "Default",
 			RegionName: "RegionOne", ValidInterfaces: "internal,public", EndpointOverride: "http://10.1.2.40:9696"},
+		NeutronReap:  neutronReapConfig{Interval: 2 * time.Minute, Grace: 30 * time.Minute},
 		AuthStrategy: "token",
 		Keystone: keystone.Options{AuthURL: "http://10.1.2.20:5000/v3", WWWAuthenticateURI: "http://keystone.example.com:5000",
 			Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",

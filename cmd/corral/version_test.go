@@ -22,7 +22,7 @@ func TestVersion(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		for _, want := range []string{"v9.9.9", "abc123", "go1.", "command types: " + fsm.KnownCommands(),
-			"(highest " + highest + ")", "snapshot format: 4 ", "else 2", "reads 1-4"} {
+			"(highest " + highest + ")", "snapshot format: 5 ", "else 2", "reads 1-5"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v printed %q, want %q in it", args, out, want)
 			}

@@ -11,8 +11,9 @@ import (
 
 var _ compute.Actor = (*Driver)(nil)
 
-// Act records a server action on a VM: a stop marks it off, a start or a
-// reboot on, a rebuild changes its image. Like every driver it commits the
+// Act records a server action on a VM: a stop marks it off (so does the
+// stop after the rebuild of a stopped server), a start or a reboot on, a
+// rebuild changes its image. Like every driver it commits the
 // intent first, with the VM's count of actions as the witness, so an
 // action is recorded once. A VM the driver does not hold is an error worth
 // retrying (its spawn has not been recorded yet).
@@ -34,7 +35,7 @@ func (d *Driver) Act(ctx context.Context, h *compute.Handle, s fsm.Server) error
 	defer d.mu.Unlock()
 	r = d.vms[s.ID]
 	switch s.Action.Kind {
-	case fsm.ActionStop:
+	case fsm.ActionStop, fsm.ActionRebuildStop:
 		r.Off = true
 	case fsm.ActionStart, fsm.ActionReboot, fsm.ActionRebootHard:
 		r.Off = false

@@ -14,7 +14,8 @@ import (
 var _ compute.Actor = (*Driver)(nil)
 
 // Act carries out a server's action on its Ironic node through Ironic's
-// power and rebuild APIs: stop and start set the power state, a reboot
+// power and rebuild APIs: stop and start set the power state (so does
+// the power-off that ends the rebuild of a stopped server), a reboot
 // asks for a soft reboot (falling back to a power cycle when the node's
 // driver cannot do it softly, as Nova does) or a hard one, a rebuild
 // redeploys the node with the new image and a fresh config drive. Each
@@ -29,7 +30,9 @@ func (d *Driver) Act(ctx context.Context, h *compute.Handle, s fsm.Server) error
 	defer cancel()
 	wctx = ironic.WithRequestID(wctx, s.Action.RequestID)
 	switch s.Action.Kind {
-	case fsm.ActionStop:
+	case fsm.ActionStop, fsm.ActionRebuildStop:
+		// After a rebuild of a stopped server, Nova's compute manager
+		// stops it again with clean_shutdown=False: a hard power-off.
 		return d.take(wctx, h, s, d.powerEffect(s.NodeUUID, ironic.PowerOff, ironic.PowerOff))
 	case fsm.ActionStart:
 		return d.take(wctx, h, s, d.powerEffect(s.NodeUUID, ironic.PowerOn, ironic.PowerOn))

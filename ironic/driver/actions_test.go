@@ -108,3 +108,39 @@ func TestStopFinishesOnNewOwnerAfterFailover(t *testing.T) {
 		t.Fatalf("node %s is %q after the stop", s.NodeUUID, n.PowerState)
 	}
 }
+
+// A rebuild of a stopped server ends SHUTOFF, as in Nova: Ironic
+// redeploys the node (which boots it), then the owner powers it off
+// again; both are events of the rebuild's action.
+func TestRebuildOfAStoppedServerThroughIronic(t *testing.T) {
+	w := newWorld(t, 1, driver.ReserveAuto, sim.Options{DeployDelay: 20 * time.Millisecond, PowerDelay: 20 * time.Millisecond,
+		DeployPowersOn: true})
+	w.sim.SeedNodes(1, "baremetal-gold")
+	w.waitMirror(1)
+	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
+	s := w.waitStatus(w.boot("gold"), fsm.StatusActive)
+	s = w.act(s.ID, fsm.ActionStop, "", fsm.StatusShutoff)
+	if got := w.simNode(s.NodeUUID).PowerState; got != "power off" {
+		t.Fatalf("stopped server's node is %q", got)
+	}
+	powers := w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power")
+
+	s = w.act(s.ID, fsm.ActionRebuild, "http://images.example/v2.qcow2", fsm.StatusShutoff)
+	n := w.simNode(s.NodeUUID)
+	if s.ImageRef != "http://images.example/v2.qcow2" || n.InstanceInfo["image_source"] != s.ImageRef || n.ProvisionState != "active" {
+		t.Fatalf("rebuilt: server image %s, node %+v", s.ImageRef, n)
+	}
+	if n.PowerState != "power off" || w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power") != powers+1 {
+		t.Fatalf("after the rebuild of a stopped server its node is %q after %d power requests, want off after one",
+			n.PowerState, w.sim.Requests("PUT", "/v1/nodes/"+s.NodeUUID+"/states/power")-powers)
+	}
+	acts := w.leader().Node.Store().InstanceActions(s.ID)
+	rb := acts[len(acts)-1]
+	var events []string
+	for _, e := range rb.Events {
+		events = append(events, e.Event+" "+e.Result)
+	}
+	if rb.Action != fsm.ActionRebuild || fmt.Sprint(events) != "[compute_rebuild_instance Success compute_stop_instance Success]" {
+		t.Fatalf("the rebuild's action: %s %v", rb.Action, events)
+	}
+}

@@ -54,9 +54,19 @@ type Options struct {
 	// which is the default.
 	RequireImageSource bool
 
+	// DeployPowersOn ends a deploy or rebuild with the node powered on, as Ironic's agent
+	// and direct deploy interfaces boot the instance. The default is the fake deploy
+	// interface's: the power stays as it was.
+	DeployPowersOn bool
+
 	// SideEffectLimit is how many accepted side effects SideEffects keeps, the oldest dropped
 	// first (0: DefaultSideEffectLimit; negative: none are kept).
 	SideEffectLimit int
+
+	// NetworkInterfaces are the network interfaces a node may be enrolled with (Ironic's
+	// [DEFAULT] enabled_network_interfaces): default noop only; add flat or neutron to have
+	// nodes whose VIFs take their ports (traits.go's routeVIFs).
+	NetworkInterfaces []string
 
 	// ConductorName is reported in node.conductor and node.reservation (default "ironic-sim").
 	ConductorName string

@@ -186,6 +186,32 @@ func TestTransitionsAreAsynchronousWithDelays(t *testing.T) {
 	}
 }
 
+func TestDeployPowersOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s, c := start(t, sim.Options{DeployPowersOn: on})
+		s.Seed([]sim.NodeSpec{{Name: "n1", ResourceClass: "rc"}})
+		want := "power off" // the fake deploy interface's: the power stays as it was
+		if on {
+			want = "power on"
+		}
+		for _, target := range []string{"active", "rebuild"} {
+			if target == "rebuild" {
+				if code, _, _ := c.do(http.MethodPut, "/v1/nodes/n1/states/power", map[string]any{"target": "power off"}); code != 202 {
+					t.Fatalf("power off: %d", code)
+				}
+				waitFor(t, "off", func() bool { return s.Nodes()[0].PowerState == "power off" })
+			}
+			if code, _, _ := c.do(http.MethodPut, "/v1/nodes/n1/states/provision", map[string]any{"target": target}); code != 202 {
+				t.Fatalf("%s: %d", target, code)
+			}
+			waitFor(t, "active", func() bool { return s.Nodes()[0].ProvisionState == "active" })
+			if got := s.Nodes()[0].PowerState; got != want {
+				t.Errorf("DeployPowersOn %t: after %s the node is %q, want %q", on, target, got, want)
+			}
+		}
+	}
+}
+
 func TestRequireImageSource(t *testing.T) {
 	s, c := start(t, sim.Options{RequireImageSource: true})
 	s.Seed([]sim.NodeSpec{{Name: "n1", ResourceClass: "rc"}})

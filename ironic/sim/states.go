@@ -109,6 +109,9 @@ func (c *call) setProvisionState(ident string) {
 		delay = c.s.opts.CleanDelay
 	case "deploying":
 		delay = c.s.opts.DeployDelay
+		if c.s.opts.DeployPowersOn {
+			finish = func() { n.powerState = strp("power on") }
+		}
 		if _, ok := n.instanceInfo["image_source"]; ok {
 			n.instanceInfo["image_type"] = "whole-disk"
 			n.driverInternalInfo["is_whole_disk_image"] = true

@@ -162,7 +162,9 @@ func (x attributed) String() string {
 //     (the first linearizable show after the 202 with no task state, or
 //     the final state), with no delete or other action sent meanwhile, has
 //     exactly one side effect, or none for a stop or start of a node the
-//     log shows in that power state already;
+//     log shows in that power state already; it ended SHUTOFF for a stop,
+//     ACTIVE for a start or reboot, and for a rebuild as the server was
+//     when it was sent (Nova stops a stopped server again);
 //   - per node, no rebuild request rebuilt it twice.
 //
 // Side effects with no request id that no action can explain, and request
@@ -400,8 +402,17 @@ func (r *ActionResult) checkAction(a *action, tl *timeline, final map[string]his
 	}
 	r.Checked++
 	want := "ACTIVE"
-	if a.info.Kind == history.ActStop {
+	switch a.info.Kind {
+	case history.ActStop:
 		want = "SHUTOFF"
+	case history.ActRebuild:
+		// Nova stops a stopped server again after its rebuild.
+		switch tl.startOf(a) {
+		case "SHUTOFF":
+			want = "SHUTOFF"
+		case "":
+			want = end // unknown: either end is Nova's
+		}
 	}
 	if end != want {
 		r.add("wrong-end-status", a.id, "%s: the server ended it %s, not %s", a.describe(), end, want)

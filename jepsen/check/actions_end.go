@@ -32,7 +32,12 @@ type timeline struct {
 	seen    map[string][]sighting
 	deletes map[string][]int64 // invocation times of deletes not refused
 	actions map[string][]int64 // invocation times of actions not refused
+	acts    map[string][]span  // the same actions, invocation to completion
 }
+
+// span is an operation from its invocation to its completion (never
+// when it has none).
+type span struct{ invoke, done int64 }
 
 type sighting struct {
 	at     int64 // invocation of the read
@@ -43,7 +48,7 @@ type sighting struct {
 }
 
 func newTimeline(ix *history.Index) *timeline {
-	tl := &timeline{seen: map[string][]sighting{}, deletes: map[string][]int64{}, actions: map[string][]int64{}}
+	tl := &timeline{seen: map[string][]sighting{}, deletes: map[string][]int64{}, actions: map[string][]int64{}, acts: map[string][]span{}}
 	for _, p := range ix.Pairs {
 		c := p.Complete
 		switch p.Invoke.F {
@@ -53,7 +58,13 @@ func newTimeline(ix *history.Index) *timeline {
 			}
 		case history.FAction:
 			if p.Type() != history.Fail {
-				tl.actions[p.Invoke.Value.ID] = append(tl.actions[p.Invoke.Value.ID], p.Invoke.Time)
+				id := p.Invoke.Value.ID
+				tl.actions[id] = append(tl.actions[id], p.Invoke.Time)
+				sp := span{invoke: p.Invoke.Time, done: never}
+				if c != nil {
+					sp.done = c.Time
+				}
+				tl.acts[id] = append(tl.acts[id], sp)
 			}
 		case history.FRead:
 			if c == nil || c.Type != history.OK || p.Invoke.Consistency != history.Linearizable {
@@ -117,4 +128,31 @@ func (tl *timeline) endOf(a *action, final map[string]history.ServerState) (stri
 		return "", fmt.Sprintf("still %s (task %q) in the final state", f.Status, f.Task)
 	}
 	return f.Status, ""
+}
+
+// startOf is the status the server had when action a was sent: that of
+// the last linearizable sighting answered before, with no task, when no
+// other action sent before a may have landed after that sighting was sent
+// (nor a delete); "" when unknown.
+func (tl *timeline) startOf(a *action) string {
+	var last *sighting
+	for i, s := range tl.seen[a.id] {
+		if s.answer < a.invoke && (last == nil || s.at > last.at) {
+			last = &tl.seen[a.id][i]
+		}
+	}
+	if last == nil || last.busy || last.gone {
+		return ""
+	}
+	for _, b := range tl.acts[a.id] {
+		if b.invoke < a.invoke && b.done > last.at {
+			return ""
+		}
+	}
+	for _, t := range tl.deletes[a.id] {
+		if t < a.invoke && t > last.at {
+			return ""
+		}
+	}
+	return last.status
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,6 +128,43 @@ func TestActionsAcceptedWithoutSideEffect(t *testing.T) {
 	r.Act(3, history.ActRebootHard, history.Info, 0)
 	if res := checkRun(r); !res.Valid || res.Unsettled != 1 || res.Unknown != 1 {
 		t.Fatalf("end not seen: %s %+v", res.Summary(), res.Anomalies)
+	}
+}
+
+// A rebuild ends in the status the server had: SHUTOFF when it was
+// stopped, as Nova stops it again; ACTIVE otherwise.
+func TestActionsRebuildEndsAsTheServerWas(t *testing.T) {
+	rebuild := func(before, after string) ActionResult {
+		r := historytest.NewActRun()
+		if before == "SHUTOFF" {
+			r.Act(2, history.ActStop, history.OK, 202) // the node is off already
+			r.ReadB(2, "SHUTOFF", "")
+		}
+		rid := r.Act(2, history.ActRebuild, history.OK, 202)
+		r.Effect("provision", "rebuild", rid, historytest.UAN1)
+		r.ReadB(2, "REBUILD", "rebuilding")
+		r.ReadB(2, after, "")
+		return checkRun(r)
+	}
+	if res := rebuild("SHUTOFF", "SHUTOFF"); !res.Valid {
+		t.Fatalf("a stopped server rebuilt and stopped again: %s %+v", res.Summary(), res.Anomalies)
+	}
+	wantAction(t, rebuild("SHUTOFF", "ACTIVE"), "wrong-end-status")
+	wantAction(t, rebuild("ACTIVE", "SHUTOFF"), "wrong-end-status")
+	if res := rebuild("ACTIVE", "ACTIVE"); !res.Valid {
+		t.Fatalf("an active server rebuilt: %s %+v", res.Summary(), res.Anomalies)
+	}
+
+	// Another action that may have landed after the last show: the
+	// status before is unknown, either end is taken.
+	r := historytest.NewActRun()
+	r.H.Add(history.Op{Process: 5, Type: history.Invoke, F: history.FAction, Value: history.OpValue{ID: historytest.IDB, Name: "b",
+		Action: &history.ActionInfo{Kind: history.ActStop, RequestID: "req-other", Node: historytest.NodeX}}})
+	rid := r.Act(2, history.ActRebuild, history.OK, 202)
+	r.Effect("provision", "rebuild", rid, historytest.UAN1)
+	r.ReadB(2, "SHUTOFF", "")
+	if res := checkRun(r); slices.ContainsFunc(res.Anomalies, func(a Anomaly) bool { return a.Kind == "wrong-end-status" }) {
+		t.Fatalf("a rebuild after a stop of unknown outcome: %+v", res.Anomalies)
 	}
 }
 

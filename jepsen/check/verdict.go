@@ -22,6 +22,7 @@ type RunInfo struct {
 	Race     bool     `json:"race"`               // the agents were built with the race detector
 	Security string   `json:"security,omitempty"` // TLS, gossip encryption
 	Auth     string   `json:"auth,omitempty"`     // static tokens or Keystone
+	Networks string   `json:"networks,omitempty"` // -neutron: Neutron's URL and the network, or why it was skipped
 	Workload string   `json:"workload,omitempty"` // "" (older runs) is mixed
 }
 
@@ -40,6 +41,7 @@ type Verdict struct {
 	Availability AvailResult         `json:"availability"`
 	MassBoot     *MassResult         `json:"massboot,omitempty"`   // with -workload massboot
 	Actions      *ActionResult       `json:"actions,omitempty"`    // with -workload actions
+	Neutron      *NeutronResult      `json:"neutron,omitempty"`    // with -neutron
 	DataRaces    map[string][]string `json:"data_races,omitempty"` // agent → race detector reports
 	OpCounts     OpCounts            `json:"op_counts"`
 	Windows      []history.Window    `json:"windows"`
@@ -71,7 +73,7 @@ type Input struct {
 	Final         history.FinalState
 	Windows       []history.Window
 	Waves         []history.Wave      // -workload massboot
-	Effects       client.EffectLog    // -workload actions
+	Effects       client.EffectLog    // -workload actions, -neutron with the simulator
 	Recovery      time.Duration       // from the last heal to a ready cluster acknowledging a write
 	RecoveryError string              // why the cluster did not recover ("": it did)
 	HealError     string              // the error of the heal after the workload
@@ -83,7 +85,8 @@ type Input struct {
 
 // All runs every checker: the linearizability, final-state, availability
 // and fault checkers on every run, the mass-boot or actions checker on
-// their workload's.
+// their workload's, the Neutron checker when the final state holds
+// Neutron's (-neutron).
 func All(in Input) Verdict {
 	ix := history.NewIndex(in.Ops)
 	run := in.Run
@@ -103,6 +106,11 @@ func All(in Input) Verdict {
 		a := Actions(ix, in.Effects, in.Final, in.Windows)
 		v.Actions = &a
 		v.Valid = v.Valid && a.Valid
+	}
+	if in.Final.Neutron != nil {
+		n := Neutron(ix, in.Final, in.Effects)
+		v.Neutron = &n
+		v.Valid = v.Valid && n.Valid
 	}
 	return v
 }

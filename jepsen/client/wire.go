@@ -26,6 +26,8 @@ type (
 	ServerCreateRequest = wire.ServerCreateRequest
 	// ServerCreate is the server a boot asks for.
 	ServerCreate = wire.ServerCreate
+	// ServerNetwork is one network of a boot: a network (UUID) or a port.
+	ServerNetwork = wire.ServerNetwork
 	// ServerCreateResponse is the answer to POST /servers: only the new
 	// server's id is read.
 	ServerCreateResponse = wire.ServerCreateResponse

@@ -30,10 +30,14 @@ type Cluster struct {
 	Env       []string
 
 	// Set by Configure, before the first start.
-	PKI       *PKI      // nil: plain HTTP
-	Keystone  *Keystone // nil: static tokens only
-	mu        sync.Mutex
-	gossipKey string // "": gossip in clear
+	PKI      *PKI      // nil: plain HTTP
+	Keystone *Keystone // nil: static tokens only
+	Neutron  *Neutron  // nil: corral's own networks
+	// NeutronReapGrace is the reaper's grace the agents get with Neutron
+	// (NeutronReapGraceOption).
+	NeutronReapGrace time.Duration
+	mu               sync.Mutex
+	gossipKey        string // "": gossip in clear
 }
 
 // New lays out n agents on consecutive addresses from baseIP.

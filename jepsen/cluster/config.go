@@ -8,10 +8,10 @@ import (
 )
 
 // Configure gives every agent a configuration file with TLS (pki), the
-// gossip key and Keystone (each optional), and makes it read the file at
-// every start.
-func (c *Cluster) Configure(pki *PKI, gossipKey string, ks *Keystone) error {
-	c.PKI, c.Keystone = pki, ks
+// gossip key, Keystone and Neutron (each optional), and makes it read the
+// file at every start.
+func (c *Cluster) Configure(pki *PKI, gossipKey string, ks *Keystone, nt *Neutron) error {
+	c.PKI, c.Keystone, c.Neutron = pki, ks, nt
 	c.mu.Lock()
 	c.gossipKey = gossipKey
 	c.mu.Unlock()
@@ -45,6 +45,9 @@ func (c *Cluster) writeConfigs() error {
 	key := c.GossipKey()
 	for _, a := range c.Agents {
 		ac := AgentConfig{GossipKey: key, Keystone: c.Keystone, PeerToken: c.PeerToken}
+		if c.Neutron != nil {
+			ac.Neutron = c.Neutron.AgentSection(c.NeutronReapGrace)
+		}
 		if c.PKI != nil {
 			ac.CA, ac.Cert, ac.Key = c.PKI.CA, c.PKI.Certs[a.Name], c.PKI.Keys[a.Name]
 		}
@@ -56,12 +59,13 @@ func (c *Cluster) writeConfigs() error {
 }
 
 // AgentConfig is what goes into an agent's configuration file beyond its
-// command line: TLS, the gossip key, Keystone.
+// command line: TLS, the gossip key, Keystone, Neutron.
 type AgentConfig struct {
 	CA, Cert, Key string // empty: no TLS
 	GossipKey     string // empty: gossip in clear
 	Keystone      *Keystone
 	PeerToken     string
+	Neutron       [][2]string // [neutron]; nil: corral's own networks
 }
 
 // INI renders the configuration file. Sections are written in a fixed
@@ -80,6 +84,9 @@ func (c AgentConfig) INI() string {
 		sections["keystone_authtoken"] = [][2]string{{"auth_url", ks.AuthURL}, {"www_authenticate_uri", ks.AuthURL},
 			{"username", ks.ServiceUser}, {"password", ks.ServicePassword}, {"project_name", ks.ServiceProject},
 			{"user_domain_name", "Default"}, {"project_domain_name", "Default"}, {"token_cache_time", "300"}}
+	}
+	if len(c.Neutron) > 0 {
+		sections["neutron"] = c.Neutron
 	}
 	names := make([]string, 0, len(sections))
 	for s := range sections {

@@ -25,6 +25,11 @@ type Keystone struct {
 	User            string // the workload's member user
 	Password        string
 	Project         string
+	// The control plane's admin (OS_USERNAME, ...), whom the suite reads
+	// Neutron as (-neutron); empty when the env file has none.
+	AdminUser     string
+	AdminPassword string
+	AdminProject  string
 }
 
 // ReadEnvFile parses KEY=VALUE lines (comments and blank lines skipped).
@@ -56,7 +61,8 @@ func ReadEnvFile(path string) (map[string]string, error) {
 func KeystoneFromEnv(env map[string]string) (*Keystone, error) {
 	ks := &Keystone{AuthURL: env["OS_AUTH_URL"], ServiceUser: env["CORRAL_SERVICE_USERNAME"],
 		ServicePassword: env["CORRAL_SERVICE_PASSWORD"], ServiceProject: env["SERVICE_PROJECT"],
-		User: env["ALICE_USERNAME"], Password: env["ALICE_PASSWORD"], Project: env["ALICE_PROJECT"]}
+		User: env["ALICE_USERNAME"], Password: env["ALICE_PASSWORD"], Project: env["ALICE_PROJECT"],
+		AdminUser: env["OS_USERNAME"], AdminPassword: env["OS_PASSWORD"], AdminProject: env["OS_PROJECT_NAME"]}
 	var missing []string
 	for k, v := range map[string]string{"OS_AUTH_URL": ks.AuthURL, "CORRAL_SERVICE_USERNAME": ks.ServiceUser,
 		"CORRAL_SERVICE_PASSWORD": ks.ServicePassword, "SERVICE_PROJECT": ks.ServiceProject,
@@ -76,34 +82,66 @@ func KeystoneFromEnv(env map[string]string) (*Keystone, error) {
 // Token issues a project-scoped token for the workload's user
 // (POST /v3/auth/tokens, the token in X-Subject-Token).
 func (ks *Keystone) Token(ctx context.Context, hc *http.Client) (string, error) {
+	t, err := ks.Issue(ctx, hc, ks.User, ks.Password, ks.Project)
+	return t.Value, err
+}
+
+// AdminToken issues a token of the control plane's admin in its project.
+func (ks *Keystone) AdminToken(ctx context.Context, hc *http.Client) (string, error) {
+	if ks.AdminUser == "" || ks.AdminPassword == "" || ks.AdminProject == "" {
+		return "", fmt.Errorf("the OpenStack env file names no admin (OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME)")
+	}
+	t, err := ks.Issue(ctx, hc, ks.AdminUser, ks.AdminPassword, ks.AdminProject)
+	return t.Value, err
+}
+
+// Token is a Keystone token and the project it is scoped to.
+type Token struct {
+	Value     string
+	ProjectID string
+}
+
+// Issue issues a token of user, scoped to project (both in the Default
+// domain).
+func (ks *Keystone) Issue(ctx context.Context, hc *http.Client, user, password, project string) (Token, error) {
 	body := map[string]any{"auth": map[string]any{
 		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{
-			"user": map[string]any{"name": ks.User, "domain": map[string]string{"name": "Default"}, "password": ks.Password}}},
-		"scope": map[string]any{"project": map[string]any{"name": ks.Project, "domain": map[string]string{"name": "Default"}}},
+			"user": map[string]any{"name": user, "domain": map[string]string{"name": "Default"}, "password": password}}},
+		"scope": map[string]any{"project": map[string]any{"name": project, "domain": map[string]string{"name": "Default"}}},
 	}}
 	b, err := json.Marshal(body)
 	if err != nil {
-		return "", err
+		return Token{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ks.AuthURL+"/auth/tokens", bytes.NewReader(b))
 	if err != nil {
-		return "", err
+		return Token{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("Keystone token for %s: %w", ks.User, err)
+		return Token{}, fmt.Errorf("Keystone token for %s: %w", user, err)
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusCreated {
-		return "", fmt.Errorf("Keystone token for %s in %s: HTTP %d: %s", ks.User, ks.Project, resp.StatusCode, bytes.TrimSpace(msg))
+		return Token{}, fmt.Errorf("Keystone token for %s in %s: HTTP %d: %.300s", user, project, resp.StatusCode, bytes.TrimSpace(msg))
 	}
-	tok := resp.Header.Get("X-Subject-Token")
-	if tok == "" {
-		return "", fmt.Errorf("Keystone answered no X-Subject-Token for %s", ks.User)
+	t := Token{Value: resp.Header.Get("X-Subject-Token")}
+	if t.Value == "" {
+		return Token{}, fmt.Errorf("Keystone answered no X-Subject-Token for %s", user)
 	}
-	return tok, nil
+	var tb struct {
+		Token struct {
+			Project struct {
+				ID string `json:"id"`
+			} `json:"project"`
+		} `json:"token"`
+	}
+	if json.Unmarshal(msg, &tb) == nil {
+		t.ProjectID = tb.Token.Project.ID
+	}
+	return t, nil
 }
 
 // KeystoneFromFile reads the env file of scripts/openstack-up.sh

@@ -16,7 +16,8 @@ type FinalState struct {
 	Allocations  []client.IronicAllocation `json:"ironic_allocations"`
 	Running      map[string]bool           `json:"running"` // agent → process runs and is not paused
 	Quiesced     bool                      `json:"quiesced"`
-	Errors       []string                  `json:"errors,omitempty"` // what could not be read
+	Errors       []string                  `json:"errors,omitempty"`  // what could not be read
+	Neutron      *NeutronState             `json:"neutron,omitempty"` // -neutron
 }
 
 // Owner, Host and Reservation are what final.json keeps of corral's

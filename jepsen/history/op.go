@@ -36,6 +36,7 @@ type OpValue struct {
 	Server   *ServerState  `json:"server,omitempty"`    // a read's result
 	Servers  []ServerState `json:"servers,omitempty"`   // a list's result
 	Action   *ActionInfo   `json:"action,omitempty"`    // a server action: which, and its request id
+	Nets     []NetRequest  `json:"networks,omitempty"`  // a boot's networks (-neutron)
 }
 
 // Op is one line of history.jsonl.

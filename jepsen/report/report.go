@@ -42,6 +42,10 @@ func WriteMarkdown(dir string, v check.Verdict) error {
 		w("")
 		w("Transport: %s; clients authenticate with %s.", v.Run.Security, v.Run.Auth)
 	}
+	if v.Run.Networks != "" {
+		w("")
+		w("Networks: %s.", v.Run.Networks)
+	}
 	if len(v.Run.Injected) > 0 {
 		w("")
 		w("Faults injected into the recorded history (the checkers must catch them): %s.", strings.Join(v.Run.Injected, ", "))
@@ -66,6 +70,9 @@ func WriteMarkdown(dir string, v check.Verdict) error {
 	}
 	if ac := v.Actions; ac != nil {
 		w("| server actions (side effects in Ironic, invariant 5) | %s | %s %s |", verdictWord(ac.Valid), ac.Summary(), causes(ac.Counts))
+	}
+	if n := v.Neutron; n != nil {
+		w("| Neutron ports (no orphan, one per network, addresses, user ports given back) | %s | %s %s |", verdictWord(n.Valid), n.Summary(), causes(n.Counts))
 	}
 	a := v.Availability
 	w("| availability | %s | writes %.1f%% ok overall, %.1f%% outside faults; recovered %.1fs after the last heal |",
@@ -199,8 +206,11 @@ func WriteMarkdown(dir string, v check.Verdict) error {
 	if ac := v.Actions; ac != nil {
 		writeActions(w, ac)
 	}
+	if n := v.Neutron; n != nil {
+		writeNeutron(w, n)
+	}
 	w("")
-	w("Files: `history.jsonl` (every operation), `verdict.json`, `final.json` (state read after the heal), `windows.json`, `latency.png`, `logs/`; `waves.json` with `-workload massboot`; `side_effects.json` with `-workload actions`.")
+	w("Files: `history.jsonl` (every operation), `verdict.json`, `final.json` (state read after the heal), `windows.json`, `latency.png`, `logs/`; `waves.json` with `-workload massboot`; `side_effects.json` with `-workload actions` or `-neutron`.")
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
 }
 

@@ -52,6 +52,12 @@ func Summary(w io.Writer, dir string, v check.Verdict) {
 	if a := v.Actions; a != nil {
 		fmt.Fprintf(w, "actions: %v (%s) %v\n", a.Valid, a.Summary(), a.Counts)
 	}
+	if v.Run.Networks != "" {
+		fmt.Fprintf(w, "networks: %s\n", v.Run.Networks)
+	}
+	if n := v.Neutron; n != nil {
+		fmt.Fprintf(w, "neutron: %v (%s) %v\n", n.Valid, n.Summary(), n.Counts)
+	}
 	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
 		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)
 	fmt.Fprintf(w, "faults: %v (%d windows, %d not injected or not healed, %d felt by no operation)\n", v.Faults.Valid,

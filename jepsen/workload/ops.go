@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/jepsen/client"
@@ -23,8 +24,26 @@ type Ops struct {
 	Timeout time.Duration // per request; a write that times out is info
 	Flavor  string
 	Image   string
+	Nets    *Networks // -neutron: the networks of each boot; nil: none asked for
+	// BootEvery, when set, spaces the boots of the mixed and actions
+	// workloads, and their deletes four times as much (so that servers
+	// live long enough to be built, even by a slow Neutron): a boot asked for sooner after the last one
+	// is a linearizable list instead, a delete a linearizable show
+	// (-neutron: each makes Neutron bind or delete ports, which a loaded
+	// Neutron does slowly).
+	BootEvery time.Duration
+	// MaxBusy, when set, holds boots back while the last linearizable
+	// list showed this many servers building or being deleted, counting
+	// the boots sent since (-neutron: each such server has Neutron
+	// requests in flight, and a loaded Neutron's binds slow down sharply
+	// when they overlap).
+	MaxBusy int
 
-	pool pool
+	pool       pool
+	slotMu     sync.Mutex
+	lastBoot   time.Time
+	lastDelete time.Time
+	busy       int // servers in BUILD or deleting at the last linearizable list, plus boots sent since
 }
 
 func (w *Ops) request(method, base, path string, body any) client.Outcome {
@@ -48,14 +67,68 @@ func (w *Ops) complete(inv history.Op, o client.Outcome, okCode int, v history.O
 }
 
 func (w *Ops) boot(process int, peer *cluster.Agent, name string) string {
+	if !w.bootSlot(time.Now()) {
+		return w.list(process, peer, history.Linearizable)
+	}
 	return w.bootOp(process, peer, name).Type
+}
+
+// bootSlot reports whether a boot may be sent at now (BootEvery,
+// MaxBusy), and takes the slot.
+func (w *Ops) bootSlot(now time.Time) bool {
+	w.slotMu.Lock()
+	full := w.MaxBusy > 0 && w.busy >= w.MaxBusy
+	w.slotMu.Unlock()
+	if full || !w.slot(&w.lastBoot, w.BootEvery, now) {
+		return false
+	}
+	w.slotMu.Lock()
+	w.busy++
+	w.slotMu.Unlock()
+	return true
+}
+
+// sawBusy records a linearizable list's servers that are building or
+// being deleted.
+func (w *Ops) sawBusy(servers []history.ServerState) {
+	n := 0
+	for _, s := range servers {
+		if s.Status == "BUILD" || s.Deleting() {
+			n++
+		}
+	}
+	w.slotMu.Lock()
+	w.busy = n
+	w.slotMu.Unlock()
+}
+
+// deleteSlot is bootSlot for deletes (four times BootEvery).
+func (w *Ops) deleteSlot(now time.Time) bool { return w.slot(&w.lastDelete, 4*w.BootEvery, now) }
+
+func (w *Ops) slot(last *time.Time, every time.Duration, now time.Time) bool {
+	if every <= 0 {
+		return true
+	}
+	w.slotMu.Lock()
+	defer w.slotMu.Unlock()
+	if !last.IsZero() && now.Sub(*last) < every {
+		return false
+	}
+	*last = now
+	return true
 }
 
 // bootOp sends one boot and returns its recorded completion.
 func (w *Ops) bootOp(process int, peer *cluster.Agent, name string) history.Op {
-	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FBoot, Node: peer.Name, Value: history.OpValue{Name: name}})
-	o := w.request(http.MethodPost, peer.URL(), client.ServersPath, client.ServerCreateRequest{Server: &client.ServerCreate{
-		Name: name, FlavorRef: w.Flavor, ImageRef: w.Image}})
+	create := &client.ServerCreate{Name: name, FlavorRef: w.Flavor, ImageRef: w.Image}
+	var nets []history.NetRequest
+	if w.Nets != nil {
+		nets = w.Nets.next()
+		create.Networks = body(nets)
+	}
+	inv := w.Rec.Add(history.Op{Process: process, Type: history.Invoke, F: history.FBoot, Node: peer.Name,
+		Value: history.OpValue{Name: name, Nets: nets}})
+	o := w.request(http.MethodPost, peer.URL(), client.ServersPath, client.ServerCreateRequest{Server: create})
 	v := history.OpValue{Name: name}
 	if o.Code == http.StatusAccepted {
 		var body client.ServerCreateResponse
@@ -71,6 +144,9 @@ func (w *Ops) bootOp(process int, peer *cluster.Agent, name string) history.Op {
 }
 
 func (w *Ops) delete(process int, peer *cluster.Agent, id, name string) string {
+	if !w.deleteSlot(time.Now()) {
+		return w.read(process, peer, id, name, history.Linearizable)
+	}
 	return w.deleteOp(process, peer, id, name).Type
 }
 
@@ -138,6 +214,9 @@ func (w *Ops) listOp(process int, peer *cluster.Agent, consistency string) histo
 			st := history.StateOf(s)
 			c.Value.Servers = append(c.Value.Servers, st)
 			w.pool.add(st.ID, st.Name)
+		}
+		if consistency == history.Linearizable {
+			w.sawBusy(c.Value.Servers)
 		}
 	default:
 		c.Type, c.Error = readFailure(o)
