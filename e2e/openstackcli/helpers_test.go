@@ -6,7 +6,8 @@
 // interface. After each command it reads Ironic's (and Neutron's) own
 // state to check that corral did what the CLI shows. The tests skip when
 // the control plane's env file is not exported (OS_AUTH_URL, GLANCE_URL,
-// OPENSTACK_IRONIC_URL; NEUTRON_ENV for Neutron) or the CLI is missing.
+// OPENSTACK_IRONIC_URL; NEUTRON_ENV for Neutron) or the CLI is missing,
+// loudly, and fail so in CI (testkit.Missing).
 package openstackcli
 
 import (
@@ -49,12 +50,13 @@ func needCloud(t *testing.T) *cloud {
 	}
 	for _, k := range []string{"OS_AUTH_URL", "GLANCE_URL", "OPENSTACK_IRONIC_URL"} {
 		if os.Getenv(k) == "" {
-			t.Skipf("%s is not set: start the control plane with `OPENSTACK_DIR=/tmp/corral-openstack scripts/openstack-up.sh` "+
-				"and export the env file it prints (`set -a; . /tmp/corral-openstack/openstack.env; set +a`)", k)
+			testkit.Missing(t, k+" is not set: corral is not tested with the openstack CLI (start the control plane with "+
+				"`OPENSTACK_DIR=/tmp/corral-openstack scripts/openstack-up.sh` and export the env file it prints: "+
+				"`set -a; . /tmp/corral-openstack/openstack.env; set +a`)")
 		}
 	}
 	if _, err := exec.LookPath("openstack"); err != nil {
-		t.Skip("the openstack CLI is not installed (apt-get install python3-openstackclient)")
+		testkit.Missing(t, "the openstack CLI is not installed: corral is not tested with it (apt-get install python3-openstackclient)")
 	}
 	for _, k := range []string{"OS_USERNAME", "OS_PASSWORD", "OS_PROJECT_NAME", "CORRAL_SERVICE_USERNAME", "CORRAL_SERVICE_PASSWORD", "SERVICE_PROJECT"} {
 		if os.Getenv(k) == "" {

@@ -3,7 +3,8 @@
 // its users, the Keystone-protected Ironic) and scripts/neutron-up.sh
 // (NEUTRON_ENV: Neutron and its shared provider network), Keystone logins
 // with a Neutron client each, and the clean-up of what a test leaves in
-// Neutron. Without NEUTRON_ENV a test says so loudly and skips; CI sets it.
+// Neutron. Without NEUTRON_ENV a test says so loudly and skips, or fails
+// in CI, which sets it.
 //
 // It speaks Neutron through gophercloud, not through corral's neutron
 // package, so that package's own tests can use it.
@@ -25,6 +26,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+
+	"github.com/corral-dev/corral/testkit"
 )
 
 // Env is the control plane of the two env files.
@@ -40,17 +43,16 @@ var required = []string{"OS_AUTH_URL", "OS_USERNAME", "OS_PASSWORD", "OS_PROJECT
 
 // Load reads OPENSTACK_ENV and NEUTRON_ENV. Without NEUTRON_ENV it prints
 // to stderr, in capitals, that what (e.g. "the Neutron client") is not
-// tested against a real Neutron, and skips the test; NEUTRON_ENV without
-// OPENSTACK_ENV, an unreadable file or a missing key fails it.
+// tested against a real Neutron, and skips the test, or fails it in CI
+// (testkit.Missing); NEUTRON_ENV without OPENSTACK_ENV, an unreadable
+// file or a missing key fails it.
 func Load(t testing.TB, what string) *Env {
 	t.Helper()
 	nf := os.Getenv("NEUTRON_ENV")
 	if nf == "" {
-		loud := fmt.Sprintf("NEUTRON_ENV IS NOT SET: %s IS NOT TESTED AGAINST A REAL NEUTRON "+
+		testkit.Missing(t, fmt.Sprintf("NEUTRON_ENV is not set: %s is not tested against a real Neutron "+
 			"(export OPENSTACK_ENV=$(OPENSTACK_IRONIC_NEUTRON=1 scripts/openstack-up.sh) and "+
-			"NEUTRON_ENV=$(scripts/neutron-up.sh), as .ci/run does)", strings.ToUpper(what))
-		fmt.Fprintln(os.Stderr, t.Name()+": "+loud)
-		t.Skip(loud)
+			"NEUTRON_ENV=$(scripts/neutron-up.sh), as .ci/run does)", what))
 	}
 	of := os.Getenv("OPENSTACK_ENV")
 	if of == "" {
