@@ -5,7 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,31 +57,25 @@ type NIC struct {
 // EnrollNodes does on a real Ironic, each with network_interface iface
 // (e.g. flat) and one NIC on physnet with a unique MAC and a
 // local_link_connection; it returns the nodes' NICs by node UUID. The
-// nodes take the UUIDs of agentHosts that no node in Ironic has yet, in
-// order, then random ones. They are enrolled by four clients at once.
+// nodes take the UUIDs of agentHosts that no node in Ironic has, in
+// order (one another test took since is passed over), then random ones.
+// They are enrolled by four clients at once.
 func (ir *Ironic) EnrollNetworkNodes(t testing.TB, n int, class, iface, physnet string, agentHosts []string) map[string]NIC {
 	t.Helper()
 	if ir.Sim != nil {
 		t.Fatal("EnrollNetworkNodes needs a real Ironic")
 	}
-	var uuids []string
-	for _, h := range agentHosts {
-		if len(uuids) == n {
-			break
+	var poolMu sync.Mutex
+	pool := slices.Clone(agentHosts)
+	next := func() string {
+		poolMu.Lock()
+		defer poolMu.Unlock()
+		if len(pool) == 0 {
+			return ""
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := nodes.Get(ctx, ir.Env.Client, h).Extract()
-		cancel()
-		switch {
-		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
-			uuids = append(uuids, h)
-		case err != nil:
-			t.Fatalf("is agent host %s a node in Ironic: %v", h, err)
-		}
-	}
-	if len(uuids) < n {
-		t.Logf("%d of the %d nodes have a Neutron agent (%d agent hosts, the others taken): the others' ports end in binding_failed",
-			len(uuids), n, len(agentHosts))
+		h := pool[0]
+		pool = pool[1:]
+		return h
 	}
 	ir.mu.Lock()
 	first := ir.seq
@@ -96,11 +90,7 @@ func (ir *Ironic) EnrollNetworkNodes(t testing.TB, n int, class, iface, physnet 
 	for i := range specs {
 		// 52:54:00 is QEMU's prefix: a NIC MAC no Neutron port gets by itself (fa:16:3e).
 		macs[i] = fmt.Sprintf("52:54:00:%02x:%02x:%02x", b[0], b[1], byte(first+i))
-		var id string
-		if i < len(uuids) {
-			id = uuids[i]
-		}
-		specs[i] = contract.NodeSpec{UUID: id, Name: fmt.Sprintf("%s-%s-%d", ir.Env.Prefix, strings.TrimPrefix(class, ir.Env.Prefix+"-"), first+i),
+		specs[i] = contract.NodeSpec{UUIDs: next, Name: fmt.Sprintf("%s-%s-%d", ir.Env.Prefix, strings.TrimPrefix(class, ir.Env.Prefix+"-"), first+i),
 			ResourceClass: class, NetworkInterface: iface, Ports: []ports.CreateOpts{{Address: macs[i], PhysicalNetwork: physnet,
 				LocalLinkConnection: map[string]any{"switch_id": fmt.Sprintf("aa:bb:cc:%02x:%02x:%02x", b[0], b[1], b[2]),
 					"port_id": fmt.Sprintf("Ethernet1/%d", first+i+1), "switch_info": "e2e-switch"}}}}
@@ -140,8 +130,16 @@ func (ir *Ironic) EnrollNetworkNodes(t testing.TB, n int, class, iface, physnet 
 		}
 	}
 	out := make(map[string]NIC, n)
+	agents := 0
 	for i, id := range ids {
-		out[id] = NIC{MAC: macs[i], Physnet: physnet, Agent: i < len(uuids)}
+		out[id] = NIC{MAC: macs[i], Physnet: physnet, Agent: slices.Contains(agentHosts, id)}
+		if out[id].Agent {
+			agents++
+		}
+	}
+	if agents < n {
+		t.Logf("%d of the %d nodes have a Neutron agent (%d agent hosts, the others taken): the others' ports end in binding_failed",
+			agents, n, len(agentHosts))
 	}
 	return out
 }

@@ -211,6 +211,31 @@ type NodeSpec struct {
 	NetworkInterface string
 	// Ports are the node's NICs (Ironic ports; NodeUUID is filled in).
 	Ports []ports.CreateOpts
+	// UUIDs, when set, gives the UUID instead (called when the node is
+	// created): while Ironic has a node with the one it gave (409),
+	// another is asked for; "" lets Ironic choose.
+	UUIDs func() string
+}
+
+// createNode creates sp's node, with a UUID of sp.UUIDs while it gives
+// one that no node has.
+func (e *Env) createNode(ctx context.Context, sp NodeSpec) (*nodes.Node, error) {
+	for {
+		uuid := sp.UUID
+		if sp.UUIDs != nil {
+			uuid = sp.UUIDs()
+		}
+		n, err := nodes.Create(ctx, e.Client, nodes.CreateOpts{
+			UUID: uuid, Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
+			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100,
+				"capabilities": "boot_mode:uefi"},
+		}).Extract()
+		if sp.UUIDs != nil && uuid != "" && gophercloud.ResponseCodeIs(err, http.StatusConflict) &&
+			strings.Contains(err.Error(), "A node with UUID") {
+			continue // taken: the next one
+		}
+		return n, err
+	}
 }
 
 // Enroll creates the nodes and drives them enroll -> manageable -> available (with power off
@@ -218,11 +243,7 @@ type NodeSpec struct {
 func (e *Env) Enroll(ctx context.Context, specs ...NodeSpec) ([]string, error) {
 	ids := make([]string, len(specs))
 	for i, sp := range specs {
-		n, err := nodes.Create(ctx, e.Client, nodes.CreateOpts{
-			UUID: sp.UUID, Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
-			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100,
-				"capabilities": "boot_mode:uefi"},
-		}).Extract()
+		n, err := e.createNode(ctx, sp)
 		if err != nil {
 			return nil, fmt.Errorf("create node %s: %w", sp.Name, err)
 		}
