@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -92,6 +93,9 @@ func readEnvFile(path string, into map[string]string) error {
 
 // Get is a key of either file ("" when absent).
 func (e *Env) Get(key string) string { return e.vars[key] }
+
+// All are the keys of both files, a copy.
+func (e *Env) All() map[string]string { return maps.Clone(e.vars) }
 
 // AuthURL is Keystone's identity endpoint (…/v3).
 func (e *Env) AuthURL() string { return e.vars["OS_AUTH_URL"] }
