@@ -84,8 +84,12 @@ func start(t *testing.T, nodes int) *fixture {
 	sv := env.User(realneutron.Service)
 	auth := []string{"USERNAME=" + sv.Username, "PASSWORD=" + sv.Password, "PROJECT_NAME=" + sv.Project}
 	// The default node sync (5 s): Ironic is one process, and every
-	// listing of the nodes slows its VIF attaches.
+	// listing of the nodes slows its VIF attaches. Raft's timeouts four
+	// times the LAN defaults: race-built agents beside Ironic, Neutron
+	// and Keystone on a loaded machine lost their leader to missed
+	// heartbeats, and this test is about Neutron, not failover time.
 	agentEnv := []string{"CORRAL_AUTH_STRATEGY=keystone",
+		"CORRAL_RAFT_HEARTBEAT_TIMEOUT=2s", "CORRAL_RAFT_ELECTION_TIMEOUT=2s", "CORRAL_RAFT_LEADER_LEASE_TIMEOUT=1s",
 		"CORRAL_KEYSTONE_AUTHTOKEN_AUTH_URL=" + env.AuthURL(), "CORRAL_KEYSTONE_AUTHTOKEN_TOKEN_CACHE_TIME=60",
 		"CORRAL_IRONIC_AUTH_TYPE=password", "CORRAL_IRONIC_AUTH_URL=" + env.AuthURL(),
 		"CORRAL_NEUTRON_AUTH_TYPE=password", "CORRAL_NEUTRON_AUTH_URL=" + env.AuthURL(),
@@ -192,6 +196,7 @@ func (f *fixture) active(t *testing.T, ids []string, timeout time.Duration) map[
 }
 
 // remove deletes the servers through alice and waits until they are gone.
+// A delete answered 503 (no leader during an election) is sent again.
 func (f *fixture) remove(t *testing.T, ids []string, timeout time.Duration) {
 	t.Helper()
 	cl := f.compute(f.running()[0])
@@ -199,9 +204,19 @@ func (f *fixture) remove(t *testing.T, ids []string, timeout time.Duration) {
 	errs := make([]error, len(ids))
 	for i, id := range ids {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			errs[i] = servers.Delete(ctx, cl, id).ExtractErr()
+			deadline := time.Now().Add(time.Minute)
+			for again := false; ; again = true {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				errs[i] = servers.Delete(ctx, cl, id).ExtractErr()
+				cancel()
+				if again && gophercloud.ResponseCodeIs(errs[i], http.StatusNotFound) {
+					errs[i] = nil // the first delete went through after all
+				}
+				if !gophercloud.ResponseCodeIs(errs[i], http.StatusServiceUnavailable) || time.Now().After(deadline) {
+					return
+				}
+				time.Sleep(time.Second) // pacing the retry, not waiting for a state
+			}
 		})
 	}
 	wg.Wait()
@@ -261,11 +276,15 @@ func (f *fixture) placement(t *testing.T, id string) placed {
 	cl := e2e.Compute(f.running()[0])
 	cl.Microversion = computeVersion
 	var p placed
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := servers.Get(ctx, cl, id).ExtractInto(&p); err != nil {
-		t.Fatalf("server %s as admin: %v", id, err)
-	}
+	// Polled: a peer answers 503 while an election runs.
+	testkit.Eventually(t, time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := servers.Get(ctx, cl, id).ExtractInto(&p); err != nil {
+			return fmt.Errorf("server %s as admin: %w", id, err)
+		}
+		return nil
+	})
 	if p.Node == "" || f.nics[p.Node].MAC == "" {
 		t.Fatalf("server %s is on node %q, not one of the test's", id, p.Node)
 	}

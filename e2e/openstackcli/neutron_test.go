@@ -39,7 +39,14 @@ func TestOpenStackCLINeutron(t *testing.T) {
 		nodeIDs = append(nodeIDs, id)
 	}
 	sv := env.User(realneutron.Service)
+	// Raft's timeouts four times the LAN defaults, as in e2e/neutron: the
+	// agents share a loaded machine with Ironic, Neutron and Keystone.
 	c.startWith(2, fmt.Sprintf(`
+[raft]
+heartbeat_timeout = 2s
+election_timeout = 2s
+leader_lease_timeout = 1s
+
 [neutron]
 auth_type = password
 auth_url = %s
