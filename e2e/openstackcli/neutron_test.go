@@ -158,8 +158,12 @@ valid_interfaces = public
 	if p := c.show("port", "show", mine); p["device_id"] != "" || p["device_owner"] != "" {
 		t.Errorf("the user's port after the delete: device %v owner %v, want unbound", p["device_id"], p["device_owner"])
 	}
+	// A context of its own: the one of the checks above may have run out
+	// during the deletes.
+	vctx, vcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer vcancel()
 	for _, id := range nodeIDs {
-		if vifs, err := c.ironic.VIFs(ctx, id); err != nil || len(vifs) != 0 {
+		if vifs, err := c.ironic.VIFs(vctx, id); err != nil || len(vifs) != 0 {
 			t.Errorf("node %s keeps VIFs %v (%v)", id, vifs, err)
 		}
 	}

@@ -48,11 +48,20 @@ func TestNeutronPortsBoundOnceAttached(t *testing.T) {
 	}
 }
 
-// attachCounter counts the VIF attaches sent to Ironic, by VIF.
+// attachCounter counts the VIF attaches sent to Ironic, by VIF, and the
+// VIF listings.
 type attachCounter struct {
 	driver.Ironic
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	lists int
+}
+
+func (a *attachCounter) ListVIFs(ctx context.Context, node string) ([]string, error) {
+	a.mu.Lock()
+	a.lists++
+	a.mu.Unlock()
+	return a.Ironic.ListVIFs(ctx, node)
 }
 
 func (a *attachCounter) AttachVIF(ctx context.Context, node, vif string) error {
@@ -67,7 +76,8 @@ func (a *attachCounter) AttachVIF(ctx context.Context, node, vif string) error {
 // attach of a VIF it already has asks Neutron about the port and the
 // node's networks before it answers that it has it, a cost a busy
 // Neutron pays on every retry. The VIFs Ironic lists on the node are
-// left as they are.
+// left as they are; a first attempt does not list them (Ironic's listing
+// asks Neutron too).
 func TestNeutronAttachedVIFNotAttachedAgain(t *testing.T) {
 	nt := neutrontest.New(provider())
 	nt.BindFault = neutrontest.BindAnswerLost
@@ -96,5 +106,10 @@ func TestNeutronAttachedVIFNotAttachedAgain(t *testing.T) {
 	if n := counter.n[ps[0].ID]; n != 1 || nt.HostUpdates() != 1 {
 		t.Fatalf("VIF %s attached %d times (binding sent %d times), want once after the binding's lost answer",
 			ps[0].ID, n, nt.HostUpdates())
+	}
+	// Ironic's listing of a node's VIFs asks Neutron too: only the retry
+	// lists them.
+	if counter.lists != 1 {
+		t.Fatalf("the node's VIFs listed %d times, want once (by the retry)", counter.lists)
 	}
 }

@@ -39,10 +39,14 @@ func (d *Driver) attachVIFs(ctx context.Context, h *compute.Handle, s fsm.Server
 	// A VIF the node already has (an earlier attempt's) is not attached
 	// again: Ironic answers that it has it only after asking Neutron
 	// about the port and the node's networks, which a busy Neutron pays
-	// on every retry. Its port is still bound and read again.
-	attached, err := d.ir.ListVIFs(ctx, node)
-	if err != nil {
-		return 0, err
+	// on every retry. Its port is still bound and read again. Only an
+	// attempt after one that reached the attach step (the server's last
+	// port intent) asks Ironic, whose listing asks Neutron too.
+	var attached []string
+	if in := h.Store().ServerNet(s.ID).Intent; in != nil && in.Step == fsm.PortStepAttach {
+		if attached, err = d.ir.ListVIFs(ctx, node); err != nil {
+			return 0, err
+		}
 	}
 	for _, id := range ids {
 		if err := d.fence(ctx, h, s, "attaching VIF "+id); err != nil {
