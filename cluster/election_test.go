@@ -92,9 +92,19 @@ func TestCutFollowerRejoinsWithoutElection(t *testing.T) {
 	h := clustertest.Start(t, 3, clustertest.Options{})
 	leader := h.Leader(10 * time.Second)
 	follower := h.Followers(leader)[0]
-	term := follower.Node.RaftStatus().Term
+	// The follower follows the leader's term before the cut: one it learns
+	// only afterwards would look like an election.
+	var term uint64
+	testkit.Eventually(t, 10*time.Second, func() error {
+		l, f := leader.Node.RaftStatus(), follower.Node.RaftStatus()
+		if f.Leader != leader.Name || f.Term != l.Term {
+			return fmt.Errorf("%s follows %q at term %d; %s leads at term %d", follower.Name, f.Leader, f.Term, leader.Name, l.Term)
+		}
+		term = f.Term
+		return nil
+	})
 	h.CutRaft(follower.Name)
-	time.Sleep(3 * time.Second) // the cut's length (10 heartbeat timeouts) is what is under test
+	time.Sleep(3 * time.Second) // the cut's length (three heartbeat timeouts and more) is what is under test
 	if got := follower.Node.RaftStatus().Term; got != term {
 		t.Errorf("the cut-off follower %s raised its term from %d to %d: it stood for election without a majority", follower.Name, term, got)
 	}
