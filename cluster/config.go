@@ -66,15 +66,22 @@ const DefaultDeadServerCleanupAfter = 5 * time.Minute
 const maxVersionLen = 40
 
 // DefaultRefusedGrace is Config.RefusedGrace's default: a killed process
-// is confirmed dead about a second after its ports close, while a process
-// that restarts within it keeps its servers.
-const DefaultRefusedGrace = time.Second
+// is confirmed dead about half a second after its ports close (refused
+// at the start and at the end of it), while a process that restarts
+// within it keeps its servers.
+const DefaultRefusedGrace = 500 * time.Millisecond
 
-// DefaultGossipTimings returns LAN defaults.
+// DefaultGossipTimings returns LAN defaults: gossip declares a silent
+// member dead in about 1.5 s (a probe, then a suspicion of 3 probe
+// intervals that another member confirms). The probe timeout is well
+// under half the interval: a prober's indirect probes send their nacks
+// (Lifeguard: "I could not reach it either") a probe timeout after its
+// own timed out, and a nack must arrive within the interval, or a healthy
+// prober of a dead member counts itself unhealthy.
 func DefaultGossipTimings() GossipTimings {
 	return GossipTimings{
-		ProbeInterval:    500 * time.Millisecond,
-		ProbeTimeout:     250 * time.Millisecond,
+		ProbeInterval:    300 * time.Millisecond,
+		ProbeTimeout:     100 * time.Millisecond,
 		SuspicionMult:    3,
 		GossipInterval:   100 * time.Millisecond,
 		PushPullInterval: 15 * time.Second,
