@@ -66,10 +66,19 @@ const DefaultDeadServerCleanupAfter = 5 * time.Minute
 const maxVersionLen = 40
 
 // DefaultRefusedGrace is Config.RefusedGrace's default: a killed process
-// is confirmed dead about half a second after its ports close (refused
-// at the start and at the end of it), while a process that restarts
-// within it keeps its servers.
+// is confirmed dead about half a second after its ports close (five
+// probes in a row refused), while a process that restarts within it
+// keeps its servers.
 const DefaultRefusedGrace = 500 * time.Millisecond
+
+// DefaultSilentGrace is Config.SilentGrace's default: five of the
+// leader's pings in a row unanswered, and no other packet from the host.
+const DefaultSilentGrace = time.Second
+
+// MinSilentGrace is the shortest SilentGrace: three of the leader's pings
+// (hearing.go). A shorter one would take a host that gossip reports dead
+// down between two pings, for one lost packet.
+const MinSilentGrace = 3 * hearingPingEvery
 
 // DefaultGossipTimings returns LAN defaults: gossip declares a silent
 // member dead in about 1.5 s (a probe, then a suspicion of 3 probe
@@ -127,6 +136,12 @@ type Config struct {
 	// for gossip and DownGrace: its process is gone (liveness.go). 0:
 	// DefaultRefusedGrace; negative: off (deaths wait for gossip).
 	RefusedGrace time.Duration
+	// SilentGrace is how long the leader must also have heard nothing
+	// from a host that gossip reports dead (it pings every host itself)
+	// before it commits it down without waiting for DownGrace
+	// (hearing.go). 0: DefaultSilentGrace; negative: off (deaths that only
+	// gossip sees wait for DownGrace).
+	SilentGrace time.Duration
 	// UpGrace is how long a returning host must stay alive before it is
 	// marked up again (hysteresis against flapping).
 	UpGrace time.Duration
@@ -277,6 +292,9 @@ func (c *Config) setDefaults() {
 	if c.RefusedGrace == 0 {
 		c.RefusedGrace = DefaultRefusedGrace
 	}
+	if c.SilentGrace == 0 {
+		c.SilentGrace = DefaultSilentGrace
+	}
 	if c.UpGrace == 0 {
 		c.UpGrace = time.Second
 	}
@@ -331,6 +349,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Raft.ElectionTimeout < c.Raft.HeartbeatTimeout {
 		errs = append(errs, fmt.Errorf("raft election timeout %s must be at least the heartbeat timeout %s", c.Raft.ElectionTimeout, c.Raft.HeartbeatTimeout))
+	}
+	if c.SilentGrace > 0 && c.SilentGrace < MinSilentGrace {
+		errs = append(errs, fmt.Errorf("failover silent grace %s must be at least %s (the leader pings every %s), or off",
+			c.SilentGrace, MinSilentGrace, hearingPingEvery))
 	}
 	if c.FreezeFraction < 0 || c.FreezeFraction > 1 {
 		errs = append(errs, fmt.Errorf("failover freeze fraction %v must be in (0, 1] (0 means the default, 0.5)", c.FreezeFraction))
