@@ -40,16 +40,20 @@ type GossipTimings struct {
 }
 
 // DefaultRaftTimings returns LAN defaults: the next write after a leader's
-// death commits within a second. Pre-vote keeps a follower that stops
-// hearing the leader (packet loss, a starved CPU) from forcing an
-// election, and the lease, as long as the heartbeat timeout, outlasts a
-// lost heartbeat's retransmission (200 ms), so that the leader does not
-// step down for one under packet loss.
+// death commits within about two seconds. A second holds on a loaded
+// machine: peers share their hosts with other work, and a goroutine may
+// not run for some hundreds of milliseconds (300 ms held six elections in
+// three idle minutes of five peers on two busy cores under the race
+// detector, 500 ms one, a second none; docs/failover.md). Pre-vote keeps
+// a follower that stops hearing the leader (packet loss, a starved CPU)
+// from forcing an election, and the lease, as long as the heartbeat
+// timeout, outlasts lost heartbeats' retransmissions, so that the leader
+// does not step down for them.
 func DefaultRaftTimings() RaftTimings {
 	return RaftTimings{
-		HeartbeatTimeout:   300 * time.Millisecond,
-		ElectionTimeout:    300 * time.Millisecond,
-		LeaderLeaseTimeout: 300 * time.Millisecond,
+		HeartbeatTimeout:   time.Second,
+		ElectionTimeout:    time.Second,
+		LeaderLeaseTimeout: time.Second,
 		CommitTimeout:      20 * time.Millisecond,
 		SnapshotInterval:   60 * time.Second,
 		SnapshotThreshold:  8192,
@@ -70,6 +74,13 @@ const maxVersionLen = 40
 // probes in a row refused), while a process that restarts within it
 // keeps its servers.
 const DefaultRefusedGrace = 500 * time.Millisecond
+
+// DefaultDownGrace is Config.DownGrace's default: how long gossip's word
+// alone must last before it takes down a host that the leader still
+// hears. A peer starved of CPU flaps in gossip for a second or two at a
+// time under packet loss; a host that is paused, cut off or gone is not
+// held by it (the leader's silence or refused connections confirm it).
+const DefaultDownGrace = 5 * time.Second
 
 // DefaultSilentGrace is Config.SilentGrace's default: five of the
 // leader's pings in a row unanswered, and no other packet from the host.
@@ -287,7 +298,7 @@ func (c *Config) setDefaults() {
 		c.DeadGrace = 10 * time.Second
 	}
 	if c.DownGrace == 0 {
-		c.DownGrace = 1500 * time.Millisecond
+		c.DownGrace = DefaultDownGrace
 	}
 	if c.RefusedGrace == 0 {
 		c.RefusedGrace = DefaultRefusedGrace

@@ -145,7 +145,7 @@ func defaultAgentConfig() agentConfig {
 		TLS:                    tlsutil.Files{VerifyOutgoing: true},
 		Limits:                 core.Limits{MaxBodyBytes: core.DefaultMaxBodyBytes},
 		DeadServerCleanupAfter: cluster.DefaultDeadServerCleanupAfter,
-		Failover:               failoverConfig{DownGrace: 1500 * time.Millisecond, SilentGrace: cluster.DefaultSilentGrace, RefusedGrace: cluster.DefaultRefusedGrace, UpGrace: time.Second, FreezeFraction: 0.5},
+		Failover:               failoverConfig{DownGrace: cluster.DefaultDownGrace, SilentGrace: cluster.DefaultSilentGrace, RefusedGrace: cluster.DefaultRefusedGrace, UpGrace: time.Second, FreezeFraction: 0.5},
 		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,
 			RAMAllocationRatio: 1.5, DiskAllocationRatio: 1},
 		Quota: fsm.NovaQuotaDefaults(),
