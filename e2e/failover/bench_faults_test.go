@@ -144,8 +144,8 @@ func (f *fixture) benchHostPartition(t *testing.T, is *isolation) (gossipDead, d
 			is.heal()
 		}
 	}()
-	cut := time.Now()
 	is.cut(victim, others)
+	cut := time.Now() // once every rule is in (installing them takes a while)
 	gossipDead, down, reowned = f.timeLoss(leader, victim, obs, lost, cut)
 	is.heal()
 	healed = true
