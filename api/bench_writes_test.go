@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/corral-dev/corral/api"
 	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/testkit"
@@ -32,16 +32,19 @@ import (
 // CORRAL_BENCH_WRITES_ROUNDS (default 2) interleaved rounds of each kind:
 //
 //   - raw: three bare hashicorp/raft peers, each with its raft-boltdb/v2 log
-//     on disk and raft's in-memory transport (the transport of corral's
-//     in-process cluster), the clients calling raft.Apply on the leader with
-//     an entry the size of a flavor command, on an FSM that counts;
-//   - leader: corral's in-process three-peer cluster (cluster/clustertest:
-//     the same transport and log store), each peer serving its real API over
-//     HTTP on loopback, the clients sending POST /compute/v2.1/flavors to the
-//     leader's API;
+//     on disk and raft's TCP transport on loopback, the clients calling
+//     raft.Apply on the leader with an entry the size of a flavor command,
+//     on an FSM that counts;
+//   - leader: corral's in-process three-peer cluster talking over loopback
+//     as separate processes do (cluster/clustertest with Network: raft on
+//     raft ports behind the peer token's handshake, the same log store and
+//     timings), each peer serving its real API over HTTP, the clients
+//     sending POST /compute/v2.1/flavors to the leader's API;
 //   - spread: the same requests spread round-robin over the three peers'
-//     APIs (a follower forwards its writes to the leader, in memory in this
-//     harness).
+//     APIs, two in three forwarded by a follower to the leader over
+//     forwarding's binary RPC;
+//   - spread/http: the same on a second such cluster whose peers do not
+//     speak the RPC (as before it), so that followers forward over HTTP.
 //
 // It prints the writes per second and the ratios (goals ≥ 0.8 through the
 // leader, ≥ 0.6 spread over peers); it asserts nothing about time.
@@ -54,50 +57,82 @@ func BenchmarkAPIWritesVsRaft(b *testing.B) {
 	const clients = 64
 	for b.Loop() {
 		raw := startRawRaft(b)
-		h := clustertest.Start(b, 3, clustertest.Options{Logger: slog.New(slog.DiscardHandler)})
-		leader := h.Leader(10 * time.Second)
-		var leaderURL string
-		var all []string
-		for _, p := range h.Running() {
-			ts := serveTB(b, p)
-			all = append(all, ts.URL)
-			if p == leader {
-				leaderURL = ts.URL
-			}
-		}
+		rpc := startBenchCluster(b, false)
+		http1 := startBenchCluster(b, true)
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 128}}
 		defer hc.CloseIdleConnections()
 		var seq atomic.Int64
-		var sums [3]float64
+		var sums [4]float64
 		var table strings.Builder
 		for r := 1; r <= rounds; r++ {
-			rawRate := raw.load(b, clients, d)
-			leaderRate := postFlavors(b, hc, []string{leaderURL}, &seq, clients, d)
-			spreadRate := postFlavors(b, hc, all, &seq, clients, d)
-			sums[0] += rawRate
-			sums[1] += leaderRate
-			sums[2] += spreadRate
-			fmt.Fprintf(&table, "  %-6d %-12.0f %-12.0f %-12.0f %-8.2f %.2f\n", r, rawRate, leaderRate, spreadRate,
-				leaderRate/rawRate, spreadRate/rawRate)
+			rates := [4]float64{
+				raw.load(b, clients, d),
+				postFlavors(b, hc, []string{rpc.leaderURL}, &seq, clients, d),
+				postFlavors(b, hc, rpc.urls, &seq, clients, d),
+				postFlavors(b, hc, http1.urls, &seq, clients, d),
+			}
+			for i, v := range rates {
+				sums[i] += v
+			}
+			fmt.Fprintf(&table, "  %-6d %-9.0f %-10.0f %-10.0f %-12.0f %-11.2f %-11.2f %.2f\n", r, rates[0], rates[1], rates[2], rates[3],
+				rates[1]/rates[0], rates[2]/rates[0], rates[3]/rates[0])
 		}
-		if h.Leader(10*time.Second) != leader {
-			b.Log("the corral leader changed during the run: the spread figures include forwarding to a new leader")
+		for _, c := range []*benchCluster{rpc, http1} {
+			if c.h.Leader(10*time.Second) != c.leader {
+				b.Log("a corral leader changed during the run: the spread figures include forwarding to a new leader")
+			}
 		}
-		b.ReportMetric(sums[0]/float64(rounds), "raw-commits/s")
-		b.ReportMetric(sums[1]/float64(rounds), "leader-writes/s")
-		b.ReportMetric(sums[2]/float64(rounds), "spread-writes/s")
+		n := float64(rounds)
+		b.ReportMetric(sums[0]/n, "raw-commits/s")
+		b.ReportMetric(sums[1]/n, "leader-writes/s")
+		b.ReportMetric(sums[2]/n, "spread-writes/s")
+		b.ReportMetric(sums[3]/n, "spread-http-writes/s")
 		b.ReportMetric(sums[1]/sums[0], "leader/raw")
 		b.ReportMetric(sums[2]/sums[0], "spread/raw")
-		fmt.Printf("\nAPI writes vs raw raft+boltdb: 3 peers in one process, %d clients, %s per round\n", clients, d)
+		b.ReportMetric(sums[3]/sums[0], "spread-http/raw")
+		fmt.Printf("\nAPI writes vs raw raft+boltdb: 3 peers in one process over loopback, %d clients, %s per round\n", clients, d)
 		fmt.Printf("machine: %s/%s, %d CPUs, %s, load average %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
 			runtime.Version(), loadAvg())
-		fmt.Printf("  %-6s %-12s %-12s %-12s %-8s %s\n", "round", "raw /s", "leader /s", "spread /s", "leader÷raw", "spread÷raw")
+		fmt.Printf("  %-6s %-9s %-10s %-10s %-12s %-11s %-11s %s\n", "round", "raw /s", "leader /s", "spread /s", "spread/http", "leader÷raw",
+			"spread÷raw", "spread/http÷raw")
 		fmt.Print(table.String())
-		fmt.Printf("  %-6s %-12.0f %-12.0f %-12.0f %-8.2f %.2f   (goals: ≥ 0.8, ≥ 0.6)\n", "all", sums[0]/float64(rounds),
-			sums[1]/float64(rounds), sums[2]/float64(rounds), sums[1]/sums[0], sums[2]/sums[0])
-		h.Close()
+		fmt.Printf("  %-6s %-9.0f %-10.0f %-10.0f %-12.0f %-11.2f %-11.2f %.2f   (goals: ≥ 0.8, ≥ 0.6)\n", "all", sums[0]/n,
+			sums[1]/n, sums[2]/n, sums[3]/n, sums[1]/sums[0], sums[2]/sums[0], sums[3]/sums[0])
+		rpc.h.Close()
+		http1.h.Close()
 		raw.close()
 	}
+}
+
+// benchCluster is three peers over loopback, each serving its API.
+type benchCluster struct {
+	h         *clustertest.Harness
+	leader    *clustertest.Peer
+	leaderURL string
+	urls      []string
+}
+
+// startBenchCluster starts three peers talking over loopback with their
+// APIs served; with noRPC they forward over HTTP, as peers did before
+// forwarding's RPC.
+func startBenchCluster(tb testing.TB, noRPC bool) *benchCluster {
+	tb.Helper()
+	h := clustertest.Start(tb, 3, clustertest.Options{Logger: slog.New(slog.DiscardHandler), Network: true,
+		Tweak: func(cfg *cluster.Config) {
+			cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = benchRaft.HeartbeatTimeout, benchRaft.ElectionTimeout
+			cfg.Raft.LeaderLeaseTimeout, cfg.Raft.CommitTimeout = benchRaft.LeaderLeaseTimeout, benchRaft.CommitTimeout
+			cfg.PeerPaths = api.PeerPaths()
+			cfg.NoForwardRPC = noRPC
+		}})
+	c := &benchCluster{h: h, leader: h.Leader(10 * time.Second)}
+	for _, p := range h.Running() {
+		url := serveTB(tb, p)
+		c.urls = append(c.urls, url)
+		if p == c.leader {
+			c.leaderURL = url
+		}
+	}
+	return c
 }
 
 // loadAvg is the first three fields of /proc/loadavg ("?" elsewhere).
@@ -113,11 +148,13 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// serveTB serves one peer's API over HTTP until the benchmark ends.
-func serveTB(tb testing.TB, p *clustertest.Peer) *httptest.Server {
+// serveTB serves one peer's API on its address until the benchmark ends
+// and returns its URL.
+func serveTB(tb testing.TB, p *clustertest.Peer) string {
 	tb.Helper()
 	srv, err := api.New(api.Config{
 		Tokens:   map[string]core.Role{adminToken: core.RoleAdmin},
+		Peers:    p.Node, // forwarding over HTTP reaches the leader's peers' endpoints
 		Registry: p.Registry,
 		Gatherer: p.Registry,
 		Logger:   slog.New(slog.DiscardHandler),
@@ -125,9 +162,8 @@ func serveTB(tb testing.TB, p *clustertest.Peer) *httptest.Server {
 	if err != nil {
 		tb.Fatalf("api.New for %s: %v", p.Name, err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	tb.Cleanup(ts.Close)
-	return ts
+	p.Serve(srv.Handler())
+	return "http://" + p.APIAddr()
 }
 
 // postFlavors creates flavors from clients goroutines for d, client i
@@ -176,6 +212,7 @@ func postFlavors(tb testing.TB, hc *http.Client, urls []string, seq *atomic.Int6
 type rawRaft struct {
 	rafts  []*raft.Raft
 	stores []*raftboltdb.BoltStore
+	trans  []*raft.NetworkTransport
 	entry  []byte
 }
 
@@ -200,30 +237,35 @@ func (s countSnap) Persist(sink raft.SnapshotSink) error {
 
 func (countSnap) Release() {}
 
-// startRawRaft starts three raft peers with the timings of corral's
-// in-process cluster and waits for a leader.
+// benchRaft are the raft timings of both kinds of peers: clustertest's,
+// with a heartbeat timeout of a second, so that three clusters and 64
+// clients on a loaded machine do not make a leader step down mid-round.
+var benchRaft = cluster.RaftTimings{HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+	LeaderLeaseTimeout: time.Second, CommitTimeout: 5 * time.Millisecond}
+
+// startRawRaft starts three raft peers with benchRaft's timings and waits
+// for a leader.
 func startRawRaft(tb testing.TB) *rawRaft {
 	tb.Helper()
-	entry, err := fsm.Encode(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
+	// The entry corral's leader writes (in the encoding it writes once
+	// every peer reads it), so that both sides commit as many bytes.
+	entry, err := fsm.EncodeAs(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now().UTC(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
 		Flavor: fsm.Flavor{ID: "00000000-0000-4000-8000-000000000000", Name: "bench-000000", VCPUs: 2, RAM: 4096, Disk: 40,
-			RxTxFactor: 1, IsPublic: true}})
+			RxTxFactor: 1, IsPublic: true}}, fsm.EncodingMsgpack)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	rr := &rawRaft{entry: entry}
-	var trans []*raft.InmemTransport
+	var trans []*raft.NetworkTransport
 	var servers []raft.Server
 	for i := range 3 {
-		addr, tr := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("raw%d", i+1)))
-		trans = append(trans, tr)
-		servers = append(servers, raft.Server{ID: raft.ServerID(addr), Address: addr})
-	}
-	for _, a := range trans {
-		for _, c := range trans {
-			if a != c {
-				a.Connect(c.LocalAddr(), c)
-			}
+		// corral's peers pool 3 connections per peer with a 5 s timeout.
+		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
+		if err != nil {
+			tb.Fatal(err)
 		}
+		trans = append(trans, tr)
+		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprintf("raw%d", i+1)), Address: tr.LocalAddr()})
 	}
 	for i, tr := range trans {
 		dir := tb.TempDir()
@@ -233,8 +275,8 @@ func startRawRaft(tb testing.TB) *rawRaft {
 		}
 		rc := raft.DefaultConfig()
 		rc.LocalID = servers[i].ID
-		rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
-		rc.LeaderLeaseTimeout, rc.CommitTimeout = 300*time.Millisecond, 5*time.Millisecond
+		rc.HeartbeatTimeout, rc.ElectionTimeout = benchRaft.HeartbeatTimeout, benchRaft.ElectionTimeout
+		rc.LeaderLeaseTimeout, rc.CommitTimeout = benchRaft.LeaderLeaseTimeout, benchRaft.CommitTimeout
 		rc.LogOutput = io.Discard
 		rc.BatchApplyCh = true                     // as corral's peers run it
 		cached, err := raft.NewLogCache(512, bolt) // as corral's peers keep recent entries
@@ -248,6 +290,7 @@ func startRawRaft(tb testing.TB) *rawRaft {
 		rr.rafts = append(rr.rafts, r)
 		rr.stores = append(rr.stores, bolt)
 	}
+	rr.trans = trans
 	if err := rr.rafts[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
 		tb.Fatal(err)
 	}
@@ -305,5 +348,8 @@ func (rr *rawRaft) close() {
 	}
 	for _, s := range rr.stores {
 		_ = s.Close()
+	}
+	for _, t := range rr.trans {
+		_ = t.Close()
 	}
 }

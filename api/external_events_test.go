@@ -86,7 +86,8 @@ func TestServerExternalEvents(t *testing.T) {
 			t.Errorf("external event %v: no finish time or hostId", m)
 		}
 	}
-	if w := []string{"compute__do_build_and_run_instance Success", "network-vif-plugged Success", "network-changed Success"}; !reflect.DeepEqual(names, w) {
+	// Newest first, as Nova lists an action's events.
+	if w := []string{"network-changed Success", "network-vif-plugged Success", "compute__do_build_and_run_instance Success"}; !reflect.DeepEqual(names, w) {
 		t.Fatalf("events of the create %q, want %q", names, w)
 	}
 	if s.Host == "" {

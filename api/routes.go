@@ -135,6 +135,11 @@ func (s *Server) routeTable() []route {
 		{get, nova + "/servers/:id/diagnostics", n.ServerDiagnostics, projectReaders, nil},
 		{get, nova + "/servers/:id/ips", n.ListServerIPs, projectReaders, nil},
 		{get, nova + "/servers/:id/ips/:network", n.GetServerIPs, projectReaders, nil},
+		// Interfaces (os-interface), with [neutron]; attach and detach carried out by the owner host.
+		{get, nova + "/servers/:id/os-interface", n.ListInterfaces, projectReaders, nil},
+		{post, nova + "/servers/:id/os-interface", n.AttachInterface, projectMembers, nil},
+		{get, nova + "/servers/:id/os-interface/:port_id", n.GetInterface, projectReaders, nil},
+		{del, nova + "/servers/:id/os-interface/:port_id", n.DetachInterface, projectMembers, nil},
 		// Server actions, carried out by the owner host.
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
 		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},

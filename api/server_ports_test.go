@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +62,31 @@ func TestServerAddressesFromPorts(t *testing.T) {
 type fakeNetworks struct {
 	nets  map[string]neutron.Network
 	ports map[string]neutron.Port
+}
+
+func (f fakeNetworks) NetworksFor(_ context.Context, project string) ([]neutron.Network, error) {
+	var out []neutron.Network
+	for _, n := range f.nets {
+		if n.VisibleTo(project) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b neutron.Network) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+func (f fakeNetworks) Ports(_ context.Context, fl neutron.PortFilter) ([]neutron.Port, error) {
+	var out []neutron.Port
+	for _, p := range f.ports {
+		if fl.NetworkID != "" && p.NetworkID != fl.NetworkID {
+			continue
+		}
+		if fl.FixedIP != "" && !slices.ContainsFunc(p.FixedIPs, func(ip neutron.FixedIP) bool { return ip.IPAddress == fl.FixedIP }) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func (f fakeNetworks) Network(_ context.Context, id string) (neutron.Network, error) {
@@ -136,4 +163,79 @@ func TestBootNetworksCheckedInNeutron(t *testing.T) {
 			t.Errorf("%s: %s, want 202", c.name, r)
 		}
 	}
+}
+
+// With [neutron], Nova's forms of a boot's networks: "auto" and networks
+// left out (below 2.37) take the one network the project may use (its
+// own or a shared one), are Nova's 409 when there are several, and with
+// none "auto" is Nova's 400 without auto-allocated topology while a boot
+// without networks gets no port; "none" asks for no port; a fixed_ip is
+// kept for the port's create, and one a port of the network already has
+// is Nova's 400. A refused boot changes nothing.
+func TestBootNetworkFormsWithNeutron(t *testing.T) {
+	const (
+		ownNet    = "0a000000-0000-4000-8000-0000000000a1"
+		sharedNet = "0a000000-0000-4000-8000-0000000000b1"
+		otherNet  = "0a000000-0000-4000-8000-0000000000b2"
+	)
+	nt := fakeNetworks{
+		nets: map[string]neutron.Network{ownNet: {ID: ownNet, ProjectID: "demo-a"}, sharedNet: {ID: sharedNet, ProjectID: "demo-b", Shared: true},
+			otherNet: {ID: otherNet, ProjectID: "demo-b"}},
+		ports: map[string]neutron.Port{"p-taken": {ID: "p-taken", NetworkID: ownNet, ProjectID: "demo-a", DeviceID: "srv-x",
+			FixedIPs: []neutron.FixedIP{{IPAddress: "192.0.2.50"}}}},
+	}
+	e := newKeystoneEnv(t, time.Minute, func(c *api.Config) { c.Networks = nt })
+	e.issueDemoTokens()
+	createFlavor(t, e.env, `{"flavor": {"name": "f", "id": "f", "ram": 1, "vcpus": 1, "disk": 1}}`)
+	const v237 = "compute 2.37"
+	boot := func(mv, nets string) response {
+		body := `{"server": {"name": "a", "imageRef": "img", "flavorRef": "f"` + nets + `}}`
+		return do(t, e.ts, http.MethodPost, computeBase+"/servers", aliceToken, body, map[string]string{"OpenStack-API-Version": mv})
+	}
+	refused := func(name string, r response, code int, msg string, before string) {
+		t.Helper()
+		if _, got := errorMessage(t, r); r.code != code || got != msg {
+			t.Errorf("%s: %s, want %d %q", name, r, code, msg)
+		}
+		if e.digest() != before {
+			t.Errorf("%s: the refused boot changed the state", name)
+		}
+	}
+	booted := func(name string, r response, want []fsm.Network) {
+		t.Helper()
+		if r.code != http.StatusAccepted {
+			t.Errorf("%s: %s, want 202", name, r)
+			return
+		}
+		id, _ := get(t, r.json(t), "server", "id").(string)
+		s, err := e.peer.Node.Store().Server(id)
+		if err != nil || fmt.Sprint(s.Networks) != fmt.Sprint(want) {
+			t.Errorf("%s: server's networks %+v (%v), want %+v", name, s.Networks, err, want)
+		}
+	}
+	const ambiguous = "Multiple possible networks found, use a Network ID to be more specific."
+
+	// Alice's project may use its own network and the shared one.
+	before := e.digest()
+	refused("auto, two networks", boot(v237, `, "networks": "auto"`), 409, ambiguous, before)
+	refused("no networks below 2.37, two networks", boot("compute 2.36", ``), 409, ambiguous, before)
+	booted("none", boot(v237, `, "networks": "none"`), nil)
+	refused("a fixed IP in use", boot(v237, `, "networks": [{"uuid": "`+ownNet+`", "fixed_ip": "192.0.2.50"}]`), 400,
+		"Fixed IP address 192.0.2.50 is already in use on instance srv-x.", e.digest())
+	booted("a free fixed IP", boot(v237, `, "networks": [{"uuid": "`+ownNet+`", "fixed_ip": "192.0.2.51"}]`),
+		[]fsm.Network{{UUID: ownNet, FixedIP: "192.0.2.51"}})
+	refused("a fixed IP that is no address", boot(v237, `, "networks": [{"uuid": "`+ownNet+`", "fixed_ip": "192.0.2"}]`), 400,
+		"Invalid input for field/attribute fixed_ip. Value: 192.0.2. '192.0.2' is not a 'ipv4' nor a 'ipv6'", e.digest())
+
+	// Only the shared one.
+	delete(nt.nets, ownNet)
+	booted("auto, one network", boot(v237, `, "networks": "auto"`), []fsm.Network{{UUID: sharedNet}})
+	booted("no networks below 2.37, one network", boot("compute 2.36", ``), []fsm.Network{{UUID: sharedNet}})
+
+	// None at all.
+	delete(nt.nets, sharedNet)
+	refused("auto, no network", boot(v237, `, "networks": "auto"`), 400,
+		"Unable to automatically allocate a network for project demo-a", e.digest())
+	booted("no networks below 2.37, no network", boot("compute 2.36", ``), nil)
+	booted("none, no network", boot(v237, `, "networks": "none"`), nil)
 }

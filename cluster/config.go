@@ -207,6 +207,11 @@ type Config struct {
 	InmemStore bool
 	Forwarder  Forwarder
 	GossipCut  func(addr string) bool
+	// NoForwardRPC plays a peer of a version before forwarding's binary
+	// RPC (tests of a mixed cluster): it neither serves nor advertises the
+	// RPC, and forwards over HTTP. Forwarding over the RPC needs the raft
+	// port, so a peer with Transport or Forwarder set does neither either.
+	NoForwardRPC bool
 
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
@@ -283,6 +288,12 @@ func (c *Config) setDefaults() {
 		settings[settingTextBounds] = "true" // "false" is how an older peer is played in tests
 	}
 	settings[settingCommands] = fsm.KnownCommands()
+	if c.forwardRPC() {
+		settings[settingForwardRPC] = forward.RPCVersion
+	}
+	if _, set := settings[settingEncodings]; !set {
+		settings[settingEncodings] = fsm.KnownEncodings() // "0" is how an older peer is played in tests
+	}
 	if v := c.Version; v != "" {
 		// Gossip metadata must stay within memberlist's 512 bytes.
 		settings[settingVersion] = v[:min(len(v), maxVersionLen)]
@@ -321,6 +332,11 @@ func (c *Config) setDefaults() {
 	if c.Store == nil {
 		c.Store = fsm.New()
 	}
+}
+
+// forwardRPC reports whether this peer serves and uses forwarding's RPC.
+func (c *Config) forwardRPC() bool {
+	return c.Transport == nil && c.Forwarder == nil && !c.NoForwardRPC
 }
 
 // Validate checks the configuration and returns every problem at once.

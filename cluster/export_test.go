@@ -47,3 +47,9 @@ func (n *Node) ObserveVotes() (votes func() []raft.RequestVoteRequest, stop func
 			})
 		}
 }
+
+// TransferLeadership hands leadership to the peer named to, whose raft
+// address is addr, and waits for the transfer.
+func (n *Node) TransferLeadership(to, addr string) error {
+	return n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(addr)).Error()
+}

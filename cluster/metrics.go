@@ -6,26 +6,29 @@ import (
 )
 
 type metrics struct {
-	applyLatency      prometheus.Histogram
-	proposeLatency    prometheus.Histogram
-	forwardedWrite    *prometheus.CounterVec
-	forwardedRead     *prometheus.CounterVec
-	restores          prometheus.Counter
-	leaderChanges     prometheus.Counter
-	reconcileErrs     prometheus.Counter
-	detect            prometheus.Histogram
-	plan              prometheus.Histogram
-	reassigned        prometheus.Counter
-	freezes           prometheus.Counter
-	frozen            prometheus.Gauge
-	tlsRefused        *prometheus.CounterVec
-	raftRefused       *prometheus.CounterVec
-	admissionRefused  prometheus.Counter
-	deadVotersRemoved prometheus.Counter
-	votesRefused      prometheus.Counter
-	caughtUp          prometheus.Counter
-	catchupNonvoters  prometheus.Counter
-	createBatch       prometheus.Histogram
+	applyLatency       prometheus.Histogram
+	proposeLatency     prometheus.Histogram
+	forwardedWrite     *prometheus.CounterVec
+	forwardedRead      *prometheus.CounterVec
+	forwardRPC         *prometheus.CounterVec
+	forwardRPCServed   *prometheus.CounterVec
+	forwardRPCSessions *prometheus.CounterVec
+	restores           prometheus.Counter
+	leaderChanges      prometheus.Counter
+	reconcileErrs      prometheus.Counter
+	detect             prometheus.Histogram
+	plan               prometheus.Histogram
+	reassigned         prometheus.Counter
+	freezes            prometheus.Counter
+	frozen             prometheus.Gauge
+	tlsRefused         *prometheus.CounterVec
+	raftRefused        *prometheus.CounterVec
+	admissionRefused   prometheus.Counter
+	deadVotersRemoved  prometheus.Counter
+	votesRefused       prometheus.Counter
+	caughtUp           prometheus.Counter
+	catchupNonvoters   prometheus.Counter
+	createBatch        prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -48,6 +51,18 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 			Name: "corral_forwarded_reads_total",
 			Help: "Read-index requests this follower sent to the leader, by consistency and outcome.",
 		}, []string{"consistency", "outcome"}),
+		forwardRPC: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_forward_rpc_requests_total",
+			Help: "Requests this follower forwarded to the leader over the binary RPC (the others go over HTTP), by operation (apply, read_index) and outcome (ok, rejected, not_leader, not_delivered, error).",
+		}, []string{"op", "outcome"}),
+		forwardRPCServed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_forward_rpc_served_total",
+			Help: "Requests of followers this peer answered over the binary RPC, by operation and outcome.",
+		}, []string{"op", "outcome"}),
+		forwardRPCSessions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_forward_rpc_sessions_total",
+			Help: "Sessions of the binary RPC this follower opened to a leader (opened: the first and every reconnection), could not open (failed) or lost (their connection broke).",
+		}, []string{"event"}),
 		restores: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_fsm_snapshot_restores_total",
 			Help: "Snapshots restored into the FSM (at start or sent by the leader).",
@@ -105,7 +120,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
 	})
 	for _, c := range []prometheus.Collector{m.createBatch, m.catchupNonvoters, m.tlsRefused, m.raftRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
-		m.forwardedRead, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
+		m.forwardedRead, m.forwardRPC, m.forwardRPCServed, m.forwardRPCSessions, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -26,10 +26,15 @@ type Node struct {
 	gossip  *gossip
 	metrics *metrics
 	fwd     Forwarder
-	admit   *admission
-	keyring *keyring // nil: gossip encryption off
-	peers   *forward.Client
-	gate    *voteGate // refuses votes until a peer that started empty has caught up
+	// rpc forwards over the binary RPC to a leader that serves it,
+	// rpcServer serves it on this peer's raft port (forward.go); both nil
+	// when this peer does not speak it.
+	rpc       *forward.RPCClient
+	rpcServer *forward.Server
+	admit     *admission
+	keyring   *keyring // nil: gossip encryption off
+	peers     *forward.Client
+	gate      *voteGate // refuses votes until a peer that started empty has caught up
 	// decisions takes the leader's decisions one at a time (decide.go).
 	decisions *decider
 
@@ -38,6 +43,7 @@ type Node struct {
 	readyTerm atomic.Uint64
 	leaving   atomic.Bool
 	mirror    atomic.Pointer[MirrorSync] // the node sync a boot that found no node runs (SetMirrorSync)
+	writing   atomic.Int32               // 1 + the fsm.Encoding this leader last wrote an entry in (encoding.go)
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -99,6 +105,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	n.startForwardRPC()
 
 	meta := memberMeta{
 		Version:      1,
@@ -114,6 +121,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	kr, err := openKeyring(&n.cfg)
 	if err != nil {
+		n.stopForwardRPC()
 		_ = r.Shutdown().Error()
 		_ = parts.closer()
 		return nil, err
@@ -121,6 +129,7 @@ func New(cfg Config) (*Node, error) {
 	n.keyring = kr
 	g, err := newGossip(&n.cfg, meta, kr, n.admit.secret, n.log)
 	if err != nil {
+		n.stopForwardRPC()
 		_ = r.Shutdown().Error()
 		_ = parts.closer()
 		return nil, err
@@ -239,6 +248,7 @@ func (n *Node) inConfig() bool {
 func (n *Node) Shutdown() error {
 	n.stopOnce.Do(func() {
 		n.cancel()
+		n.stopForwardRPC()
 		var errs []error
 		if err := n.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, fmt.Errorf("stop raft: %w", err))

@@ -132,6 +132,7 @@ type raftParts struct {
 	stable raft.StableStore
 	snaps  raft.SnapshotStore
 	trans  raft.Transport
+	stream *peerStream // the raft port's (nil with Config.Transport)
 	closer func() error
 }
 
@@ -176,12 +177,12 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 		_ = p.closer()
 		return nil, fmt.Errorf("resolve raft address %s: %w", addr, err)
 	}
-	trans, err := newPeerTransport(cfg, addr, m, hl)
+	trans, stream, err := newPeerTransport(cfg, addr, m, hl)
 	if err != nil {
 		_ = p.closer()
 		return nil, fmt.Errorf("listen for raft on %s: %w (is the port in use?)", addr, err)
 	}
-	p.trans = trans
+	p.trans, p.stream = trans, stream
 	closeStore := p.closer
 	p.closer = func() error {
 		_ = trans.Close()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -21,14 +23,24 @@ import (
 // token's).
 const handshakeTimeout = 5 * time.Second
 
-// peerStream is raft's StreamLayer between peers only: every connection
-// starts with a handshake that proves the other end is a peer and tells
-// which one: mutual TLS with a peer's certificate (tlsutil), or, without
-// TLS, the peer token's challenge (raftauth.go). The accepting end then
-// reads each RPC through an rpcGuard, so that a peer speaks raft only in
-// its own name.
+// peerStream is raft's StreamLayer between peers only, and the raft
+// port's demultiplexer. Every connection starts with a handshake that
+// proves the other end is a peer and tells which one: mutual TLS with a
+// peer's certificate (tlsutil), or, without TLS, the peer token's
+// challenge (raftauth.go). The first byte after it selects the protocol:
+//
+//   - raft: the byte is raft's own, the type of the connection's first RPC
+//     (0-4), so that raft connections are what they were before the port
+//     carried anything else, and peers of older versions keep talking
+//     raft with this one. raft reads them through an rpcGuard, so that a
+//     peer speaks raft only in its own name.
+//   - connRPC: forwarding's RPC (cluster/forward), which the listener
+//     acknowledges with rpcAck before the session starts, so that the
+//     dialer knows it is served before it sends a request: a peer of an
+//     older version (its guard refuses the byte) or one that does not
+//     serve the RPC closes the connection instead.
 type peerStream struct {
-	net.Listener
+	ln net.Listener
 	// serve authenticates an accepted connection; it returns the
 	// connection to read and write and the peer at the other end.
 	serve func(ctx context.Context, c net.Conn) (net.Conn, string, error)
@@ -37,7 +49,23 @@ type peerStream struct {
 	tls    bool // the handshake is TLS's (else the peer token's)
 	log    *slog.Logger
 	refuse func(reason string) // counts a refused connection
+
+	rpc       atomic.Pointer[rpcHandler] // nil: the RPC is not served
+	conns     chan net.Conn              // raft's, authenticated
+	done      chan struct{}
+	closeOnce sync.Once
 }
+
+// rpcHandler serves forwarding's RPC on an authenticated connection of
+// peer, until it ends.
+type rpcHandler struct{ serve func(c net.Conn, peer string) }
+
+// connRPC is the first byte of a connection for forwarding's RPC, far from
+// raft's RPC types (0-4); rpcAck is the listener's answer when it serves it.
+const (
+	connRPC byte = 0xf0
+	rpcAck  byte = 0xf1
+)
 
 // Refusal reasons, as counted.
 const (
@@ -46,18 +74,145 @@ const (
 	refusedSender = "sender"     // an RPC in another peer's name
 )
 
-// Accept returns the next connection; its handshake happens on first
-// use, in raft's goroutine for that connection, so a slow or hostile
-// client cannot stall the accept loop.
+// serveRPC has the port serve forwarding's RPC with f from now on.
+func (s *peerStream) serveRPC(f func(c net.Conn, peer string)) { s.rpc.Store(&rpcHandler{serve: f}) }
+
+// Accept returns the next raft connection, authenticated.
 func (s *peerStream) Accept() (net.Conn, error) {
-	c, err := s.Listener.Accept()
-	if err != nil {
-		return nil, err
+	select {
+	case c := <-s.conns:
+		return c, nil
+	case <-s.done:
+		return nil, net.ErrClosed
 	}
-	return &serverConn{Conn: c, s: s}, nil
 }
 
-// Dial opens a connection to a peer and completes the handshake.
+// Close stops listening. Connections already handed out are their
+// users' to close.
+func (s *peerStream) Close() error {
+	err := net.ErrClosed
+	s.closeOnce.Do(func() {
+		close(s.done)
+		err = s.ln.Close()
+	})
+	return err
+}
+
+// Addr is the port's address.
+func (s *peerStream) Addr() net.Addr { return s.ln.Addr() }
+
+// acceptLoop accepts connections and sorts each out in a goroutine of its
+// own, so that a slow or hostile client cannot stall the others.
+func (s *peerStream) acceptLoop() {
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				_ = s.Close()
+				return
+			}
+			// Out of file descriptors and the like: wait and retry.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("raft port: accept failed", "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-s.done:
+				return
+			}
+			continue
+		}
+		delay = 0
+		go s.handle(c)
+	}
+}
+
+// handle authenticates c, reads its first byte within the handshake's
+// deadline, and hands it to raft or to forwarding's RPC.
+func (s *peerStream) handle(raw net.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	conn, peer, err := s.serve(ctx, raw)
+	if err != nil {
+		_ = raw.Close()
+		if errors.Is(err, io.EOF) {
+			// Connected and closed without a word: a liveness probe.
+			s.log.Debug("raft port: connection closed before its handshake", "remote", raw.RemoteAddr().String())
+			return
+		}
+		reason := refusedToken
+		if s.tls {
+			reason = refusedTLS
+		}
+		s.refuse(reason)
+		s.log.Warn("refused a raft connection: the other end did not prove it is a peer", "remote", raw.RemoteAddr().String(), "err", err)
+		return
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	lift := deadline(ctx, conn)
+	first, err := br.Peek(1)
+	if err != nil {
+		_ = conn.Close()
+		s.log.Debug("raft port: a peer's connection closed before its first byte", "peer", peer, "err", err)
+		return
+	}
+	if first[0] != connRPC {
+		lift()
+		select {
+		case s.conns <- &guardedConn{Conn: conn, g: newRPCGuard(br, peer), s: s}:
+		case <-s.done:
+			_ = conn.Close()
+		}
+		return
+	}
+	h := s.rpc.Load()
+	if h == nil {
+		_ = conn.Close()
+		s.log.Warn("refused a connection for forwarding's RPC: this peer does not serve it", "peer", peer)
+		return
+	}
+	_, _ = br.Discard(1)
+	if _, err := conn.Write([]byte{rpcAck}); err != nil {
+		_ = conn.Close()
+		return
+	}
+	lift()
+	h.serve(&bufferedConn{Conn: conn, r: br}, peer)
+}
+
+// guardedConn is the server end of an authenticated raft connection:
+// reads go through the guard, which refuses an RPC in another's name.
+type guardedConn struct {
+	net.Conn
+	g *rpcGuard
+	s *peerStream
+}
+
+func (c *guardedConn) Read(p []byte) (int, error) {
+	n, err := c.g.Read(p)
+	if errors.Is(err, ErrRPCSender) {
+		c.s.refuse(refusedSender)
+		c.s.log.Warn("refused a raft connection: a peer sent an RPC in another's name", "remote", c.RemoteAddr().String(), "err", err)
+		_ = c.Conn.Close()
+	}
+	return n, err
+}
+
+// bufferedConn reads what the port buffered before the connection's
+// protocol took it.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// Dial opens a raft connection to a peer and completes the handshake.
 func (s *peerStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	raw, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
@@ -73,68 +228,37 @@ func (s *peerStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	return c, nil
 }
 
-// serverConn authenticates the other end before the first read or write,
-// with a deadline, then reads through an rpcGuard bound to that peer.
-type serverConn struct {
-	net.Conn
-	s    *peerStream
-	once sync.Once
-	err  error
-	conn net.Conn // after the handshake: the connection to use
-	g    *rpcGuard
-}
-
-func (c *serverConn) handshake() error {
-	c.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
-		defer cancel()
-		conn, peer, err := c.s.serve(ctx, c.Conn)
-		if err != nil {
-			c.err = err
-			_ = c.Conn.Close()
-			if errors.Is(err, io.EOF) {
-				// Connected and closed without a word: a liveness probe.
-				c.s.log.Debug("raft connection closed before its handshake", "remote", c.RemoteAddr().String())
-				return
-			}
-			reason := refusedToken
-			if c.s.tls {
-				reason = refusedTLS
-			}
-			c.s.refuse(reason)
-			c.s.log.Warn("refused a raft connection: the other end did not prove it is a peer", "remote", c.RemoteAddr().String(), "err", err)
-			return
-		}
-		c.conn, c.g = conn, newRPCGuard(conn, peer)
-	})
-	return c.err
-}
-
-func (c *serverConn) Read(b []byte) (int, error) {
-	if err := c.handshake(); err != nil {
-		return 0, err
+// dialRPC opens a connection for forwarding's RPC to the peer whose raft
+// port is addr (a forward.Dialer): the handshake of raft's connections,
+// then connRPC, and the peer's acknowledgement.
+func (s *peerStream) dialRPC(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
 	}
-	n, err := c.g.Read(b)
-	if errors.Is(err, ErrRPCSender) {
-		c.s.refuse(refusedSender)
-		c.s.log.Warn("refused a raft connection: a peer sent an RPC in another's name", "remote", c.RemoteAddr().String(), "err", err)
-		_ = c.conn.Close()
+	c, err := s.dial(ctx, raw, raft.ServerAddress(addr))
+	if err != nil {
+		_ = raw.Close()
+		return nil, err
 	}
-	return n, err
-}
-
-func (c *serverConn) Write(b []byte) (int, error) {
-	if err := c.handshake(); err != nil {
-		return 0, err
+	lift := deadline(ctx, c)
+	var ack [1]byte
+	_, err = c.Write([]byte{connRPC})
+	if err == nil {
+		_, err = io.ReadFull(c, ack[:])
 	}
-	return c.conn.Write(b)
-}
-
-func (c *serverConn) Close() error {
-	if c.conn != nil {
-		return c.conn.Close()
+	if err == nil && ack[0] != rpcAck {
+		err = fmt.Errorf("answered %#x", ack[0])
 	}
-	return c.Conn.Close()
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("peer at %s does not serve forwarding's RPC (%v): an older version, or it is stopping", addr, err)
+	}
+	lift()
+	return c, nil
 }
 
 // tlsServe completes the server side of mutual TLS: the client's
@@ -170,15 +294,16 @@ func tlsDial(cfg func(host string) *tls.Config) func(ctx context.Context, c net.
 }
 
 // newPeerTransport listens on addr for raft between peers: over mutual
-// TLS when cfg.TLS is set, else behind the peer token's challenge.
-func newPeerTransport(cfg *Config, addr string, n *metrics, hl hclog.Logger) (*raft.NetworkTransport, error) {
+// TLS when cfg.TLS is set, else behind the peer token's challenge. The
+// returned stream is the port's, where forwarding's RPC is served too.
+func newPeerTransport(cfg *Config, addr string, n *metrics, hl hclog.Logger) (*raft.NetworkTransport, *peerStream, error) {
 	st := &peerStream{log: cfg.Logger.With("component", "raft"), refuse: func(reason string) {
 		if reason == refusedTLS {
 			n.tlsRefused.WithLabelValues("raft").Inc()
 			return
 		}
 		n.raftRefused.WithLabelValues(reason).Inc()
-	}}
+	}, conns: make(chan net.Conn), done: make(chan struct{})}
 	switch {
 	case cfg.TLS != nil:
 		st.tls = true
@@ -191,14 +316,15 @@ func newPeerTransport(cfg *Config, addr string, n *metrics, hl hclog.Logger) (*r
 			return sec.dialRaft(ctx, c, cfg.Name, addr)
 		}
 	default:
-		return nil, errors.New("raft between peers needs TLS or a peer token")
+		return nil, nil, errors.New("raft between peers needs TLS or a peer token")
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	st.Listener = ln
+	st.ln = ln
+	go st.acceptLoop()
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: st, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
-	}), nil
+	}), st, nil
 }

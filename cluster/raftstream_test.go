@@ -69,18 +69,26 @@ func (l *lockedBuffer) String() string {
 
 func tlsTransport(t *testing.T, c *tlsutil.Config) (*raft.NetworkTransport, *metrics, *lockedBuffer) {
 	t.Helper()
+	tr, _, m, logs := tlsPort(t, c)
+	return tr, m, logs
+}
+
+// tlsPort is tlsTransport with the port's stream, where forwarding's RPC
+// is served.
+func tlsPort(t *testing.T, c *tlsutil.Config) (*raft.NetworkTransport, *peerStream, *metrics, *lockedBuffer) {
+	t.Helper()
 	logs := &lockedBuffer{}
 	cfg := &Config{TLS: c, Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	m, err := newMetrics(prometheus.NewRegistry(), &Node{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := newPeerTransport(cfg, "127.0.0.1:0", m, hclog.NewNullLogger())
+	tr, st, err := newPeerTransport(cfg, "127.0.0.1:0", m, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tr.Close() })
-	return tr, m, logs
+	return tr, st, m, logs
 }
 
 // serve answers every AppendEntries on tr with success.
@@ -258,17 +266,24 @@ func TestRaftRefusesRPCInAnotherPeersName(t *testing.T) {
 
 func tokenTransport(t testing.TB, name, token string) (*raft.NetworkTransport, *metrics) {
 	t.Helper()
+	tr, _, m := tokenPort(t, name, token)
+	return tr, m
+}
+
+// tokenPort is tokenTransport with the port's stream.
+func tokenPort(t testing.TB, name, token string) (*raft.NetworkTransport, *peerStream, *metrics) {
+	t.Helper()
 	cfg := &Config{Name: name, PeerToken: token, Logger: slog.New(slog.DiscardHandler)}
 	m, err := newMetrics(prometheus.NewRegistry(), &Node{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := newPeerTransport(cfg, "127.0.0.1:0", m, hclog.NewNullLogger())
+	tr, st, err := newPeerTransport(cfg, "127.0.0.1:0", m, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tr.Close() })
-	return tr, m
+	return tr, st, m
 }
 
 // Without TLS, raft answers only peers that prove they hold the peer

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
@@ -131,12 +130,3 @@ func (r *recorder) UnreadByte() error {
 	r.buf = r.buf[:len(r.buf)-1]
 	return nil
 }
-
-// guardedConn is the server end of an authenticated raft connection:
-// reads go through the guard, writes straight to the connection.
-type guardedConn struct {
-	net.Conn
-	g *rpcGuard
-}
-
-func (c *guardedConn) Read(p []byte) (int, error) { return c.g.Read(p) }

@@ -22,12 +22,29 @@ type Actor interface {
 	Act(ctx context.Context, h *Handle, s fsm.Server) error
 }
 
+// InterfaceActor is implemented by a virt driver that attaches network
+// interfaces to a running server and detaches them (Nova's os-interface),
+// the request in the server's port record (fsm.ServerNet.Interface).
+// AttachInterface gives the server the port of the request (created on
+// its network, or the user's taken over) and returns its id;
+// DetachInterface takes the request's port off the server. Each side
+// effect comes after its port intent at the owner's epoch; a
+// PermanentError is the request's failure, which leaves the server as it
+// was.
+type InterfaceActor interface {
+	AttachInterface(ctx context.Context, h *Handle, s fsm.Server, req fsm.InterfaceRequest) (string, error)
+	DetachInterface(ctx context.Context, h *Handle, s fsm.Server, req fsm.InterfaceRequest) error
+}
+
 // act carries out the action a user committed (the intent in the log) and
 // commits its outcome at this host's epoch.
 func (m *Manager) act(ctx context.Context, h *Handle, s fsm.Server) error {
 	if s.Action == nil {
 		m.log.Error("server is in an action's task state without the action; leaving it", "server", s.ID, "task", s.TaskState)
 		return ErrStop
+	}
+	if k := s.Action.Kind; k == fsm.ActionAttachInterface || k == fsm.ActionDetachInterface {
+		return m.actInterface(ctx, h, s)
 	}
 	var err error
 	if a, ok := m.virt.(Actor); ok {
@@ -73,4 +90,45 @@ func (m *Manager) stopAfterRebuild(ctx context.Context, h *Handle, s fsm.Server)
 		return err
 	}
 	return m.act(ctx, h, cur)
+}
+
+// maxInterfaceFault bounds the fault an interface action commits (the
+// fsm refuses a longer one).
+const maxInterfaceFault = 1024
+
+// actInterface carries out an interface attach or detach and commits its
+// outcome: the port attached, or the failure, the server as it was.
+func (m *Manager) actInterface(ctx context.Context, h *Handle, s fsm.Server) error {
+	kind := s.Action.Kind
+	req := h.Store().ServerNet(s.ID).Interface
+	var port string
+	var err error
+	ia, ok := m.virt.(InterfaceActor)
+	switch {
+	case req == nil || req.Kind != kind || !req.RequestedAt.Equal(s.Action.RequestedAt):
+		err = Permanent("the %s of server %s has no request", kind, s.ID)
+	case !ok:
+		err = Permanent("the %s driver cannot %s", m.virt.Kind(), kind)
+	case kind == fsm.ActionAttachInterface:
+		port, err = ia.AttachInterface(ctx, h, s, *req)
+	default:
+		err = ia.DetachInterface(ctx, h, s, *req)
+	}
+	var pe *PermanentError
+	if err != nil && !errors.As(err, &pe) {
+		return err
+	}
+	fin := &fsm.FinishInterfaceAction{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: kind, RequestedAt: s.Action.RequestedAt, PortID: port}
+	if pe != nil {
+		fin.Fault = pe.Msg
+		if len(fin.Fault) > maxInterfaceFault {
+			fin.Fault = fin.Fault[:maxInterfaceFault]
+		}
+	}
+	if err := h.Commit(ctx, fin); err != nil {
+		return err
+	}
+	m.m.actions.WithLabelValues(kind, map[bool]string{true: "error", false: "done"}[pe != nil]).Inc()
+	m.log.Info("server interface action done", "server", s.ID, "action", kind, "port", port, "failed", pe != nil)
+	return nil
 }

@@ -45,6 +45,20 @@ type Virt interface {
 	Delete(ctx context.Context, h *Handle, s fsm.Server) error
 }
 
+// BuildFailer is implemented by a virt driver that gives back what a
+// build that ends in ERROR holds (a bare-metal server's Neutron ports and
+// VIFs), as Nova's compute manager deallocates a failed build's networks
+// before it sets ERROR. The manager calls BuildFailed once a build ended
+// in a PermanentError or ran past BuildTimeout, before it commits ERROR.
+// Like every step it commits an intent before each side effect: an error
+// wrapping ErrIntent (or fsm.ErrFenced) stops the worker without ERROR,
+// and a new worker runs the build, and its failure, again; any other
+// error is logged and the build still ends in ERROR (deleting the server
+// releases what is left, as in Nova).
+type BuildFailer interface {
+	BuildFailed(ctx context.Context, h *Handle, s fsm.Server) error
+}
+
 // Runner is implemented by a virt driver with work of its own to run
 // while the manager runs (a watcher of the backend's long operations).
 // The manager calls Run once, with its own context.
@@ -369,13 +383,35 @@ func (m *Manager) step(ctx context.Context, h *Handle, id string, w *worker, sta
 		m.log.Warn("an intent was not committed; this worker stops without the side effect, a new one reads the log and the backend again",
 			"server", id, "epoch", s.Epoch, "retry_in", in, "err", err)
 	case errors.As(err, &pe):
-		h.fail(ctx, s, pe.Msg)
+		m.fail(ctx, h, s, pe.Msg)
 	case s.Status == fsm.StatusBuild && time.Since(start) > m.cfg.BuildTimeout:
-		h.fail(ctx, s, fmt.Sprintf("Build of server %s timed out after %s: %v", id, m.cfg.BuildTimeout, err))
+		m.fail(ctx, h, s, fmt.Sprintf("Build of server %s timed out after %s: %v", id, m.cfg.BuildTimeout, err))
 	default:
 		return err
 	}
 	return nil
+}
+
+// fail puts s in ERROR with msg; a build's driver first gives back what
+// the build held (BuildFailer).
+func (m *Manager) fail(ctx context.Context, h *Handle, s fsm.Server, msg string) {
+	if f, ok := m.virt.(BuildFailer); ok && s.Status == fsm.StatusBuild {
+		err := f.BuildFailed(ctx, h, s)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrIntent), errors.Is(err, fsm.ErrFenced):
+			in := m.holdBack(s.ID, s.Epoch)
+			m.log.Warn("an intent of a failed build's cleanup was not committed; this worker stops without ERROR, a new one runs the build again",
+				"server", s.ID, "epoch", s.Epoch, "retry_in", in, "err", err)
+			return
+		default:
+			m.log.Warn("a failed build could not give back all it held; the server goes to ERROR and its delete releases the rest",
+				"server", s.ID, "err", err)
+		}
+	}
+	h.fail(ctx, s, msg)
 }
 
 // holdBack keeps a new worker off server id for a while after its worker

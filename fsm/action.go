@@ -44,10 +44,12 @@ var actionTask = map[string]string{
 	ActionRebootHard: TaskRebootingHard, ActionRebuild: TaskRebuilding, ActionRebuildStop: TaskPoweringOff,
 }
 
-// IsActionTask reports whether task is the task state of a server action.
+// IsActionTask reports whether task is the task state of a server action
+// (an interface action's among them, server_interfaces.go).
 func IsActionTask(task string) bool {
 	switch task {
-	case TaskPoweringOff, TaskPoweringOn, TaskRebooting, TaskRebootingHard, TaskRebuilding:
+	case TaskPoweringOff, TaskPoweringOn, TaskRebooting, TaskRebootingHard, TaskRebuilding,
+		TaskAttachingInterface, TaskDetachingInterface:
 		return true
 	}
 	return false
@@ -219,7 +221,7 @@ func applyFinishServerAction(st *state, c *FinishServerAction) (any, error) {
 	if err := fence(s, c.Host, c.Epoch); err != nil {
 		return nil, err
 	}
-	if s.Action == nil || s.Action.Kind != c.Kind || s.TaskState != actionTask[c.Kind] {
+	if s.Action == nil || s.Action.Kind != c.Kind || s.TaskState != actionTask[c.Kind] || isInterfaceAction(c.Kind) {
 		return nil, fmt.Errorf("%w: server %s has no %s in progress (task %q)", ErrConflict, c.ID, c.Kind, s.TaskState)
 	}
 	if !c.RequestedAt.IsZero() && !c.RequestedAt.Equal(s.Action.RequestedAt) {

@@ -25,10 +25,11 @@ import (
 //     instead, in Error, as in Nova;
 //   - delete: when the delete is requested (or done, for a server never
 //     scheduled); its event finishes when the server is DELETED;
-//   - stop, start, reboot (soft and hard), rebuild: when the action is
-//     requested; its event finishes with the owner's outcome; a rebuild of
-//     a stopped server has a second event, the stop that follows the
-//     redeploy (rebuild_stopped.go), and both finish with the stop;
+//   - stop, start, reboot (soft and hard), rebuild, attach_interface,
+//     detach_interface: when the action is requested; its event finishes
+//     with the owner's outcome; a rebuild of a stopped server has a second
+//     event, the stop that follows the redeploy (rebuild_stopped.go), and
+//     both finish with the stop;
 //   - resetState: when done (no event, as Nova records it); an action
 //     the reset drops finishes in Error at once (its outcome will not be
 //     taken, as in Nova, where the driver cannot save it), and so does
@@ -98,7 +99,8 @@ var eventOf = map[string]string{
 	ActionCreate: "compute__do_build_and_run_instance", ActionDelete: "compute_terminate_instance",
 	ActionStop: "compute_stop_instance", ActionStart: "compute_start_instance",
 	ActionReboot: "compute_reboot_instance", ActionRebuild: "compute_rebuild_instance", // and compute_stop_instance after a stopped server's rebuild
-	ActionFailover: "corral_reassign_owner",
+	ActionFailover:        "corral_reassign_owner",
+	ActionAttachInterface: "compute_attach_interface", ActionDetachInterface: "compute_detach_interface",
 }
 
 // eventNoHost is the create's event of a server no host could take:

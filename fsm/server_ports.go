@@ -75,6 +75,9 @@ type PortIntent struct {
 type ServerNet struct {
 	Ports  []ServerPort `json:"ports,omitempty"`
 	Intent *PortIntent  `json:"intent,omitempty"`
+	// Interface is the server's last os-interface request
+	// (server_interfaces.go).
+	Interface *InterfaceRequest `json:"interface,omitempty"`
 }
 
 func (n ServerNet) clone() ServerNet {
@@ -85,6 +88,11 @@ func (n ServerNet) clone() ServerNet {
 	if n.Intent != nil {
 		in := *n.Intent
 		n.Intent = &in
+	}
+	if n.Interface != nil {
+		r := *n.Interface
+		r.Had = slices.Clone(r.Had)
+		n.Interface = &r
 	}
 	return n
 }

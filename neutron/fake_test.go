@@ -167,6 +167,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		case http.MethodPut:
 			for k, v := range body["port"].(map[string]any) {
 				p[k] = v
+				if k == "mac_address" && v == nil { // port-mac-address-regenerate
+					f.nextID++
+					p[k] = fmt.Sprintf("fa:16:3e:00:01:%02x", f.nextID)
+				}
 			}
 			writeJSON(w, 200, map[string]any{"port": p})
 		case http.MethodDelete:

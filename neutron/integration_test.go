@@ -169,13 +169,13 @@ func TestRealNeutron(t *testing.T) {
 	server, node, mac := "srv-"+randomMAC(t)[9:], "node-"+randomMAC(t)[9:], randomMAC(t)
 	ip := fmt.Sprintf("%s.%d", strings.Join(strings.Split(strings.Split(sub.CIDR, "/")[0], ".")[:3], "."), 100+int(mac[16]%100))
 	p, err := c.CreatePort(ctx, PortCreate{NetworkID: provNet, ProjectID: alice, DeviceID: server, DeviceOwner: "compute:nova",
-		VNICType: VNICBaremetal, HostID: node, MACAddress: mac, FixedIPs: []FixedIP{{SubnetID: sub.ID, IPAddress: ip}}})
+		Description: CreatedByCorral, VNICType: VNICBaremetal, HostID: node, MACAddress: mac, FixedIPs: []FixedIP{{SubnetID: sub.ID, IPAddress: ip}}})
 	if err != nil {
 		t.Fatalf("create port: %v", err)
 	}
 	t.Cleanup(func() { _ = c.DeletePort(context.Background(), p.ID) })
 	if p.ProjectID != alice || p.DeviceID != server || p.HostID != node || p.VNICType != VNICBaremetal ||
-		p.MACAddress != mac || len(p.FixedIPs) != 1 || p.FixedIPs[0].IPAddress != ip {
+		p.MACAddress != mac || p.Description != CreatedByCorral || len(p.FixedIPs) != 1 || p.FixedIPs[0].IPAddress != ip {
 		t.Errorf("port %+v", p)
 	}
 	if p.VIFType != "binding_failed" && p.VIFType != "other" {
@@ -197,13 +197,13 @@ func TestRealNeutron(t *testing.T) {
 	if !errors.Is(err, ErrConflict) {
 		t.Errorf("second port with address %s = %v, want ErrConflict", ip, err)
 	}
-	for _, f := range []PortFilter{{DeviceID: server}, {NetworkID: provNet, ProjectID: alice}} {
+	for _, f := range []PortFilter{{DeviceID: server}, {NetworkID: provNet, ProjectID: alice}, {NetworkID: provNet, FixedIP: ip}} {
 		list, err := c.Ports(ctx, f)
 		found := false
 		for _, q := range list {
 			found = found || q.ID == p.ID
 		}
-		if err != nil || !found || (f.DeviceID != "" && len(list) != 1) {
+		if err != nil || !found || ((f.DeviceID != "" || f.FixedIP != "") && len(list) != 1) {
 			t.Errorf("ports %+v = %d ports (ours found: %v), %v", f, len(list), found, err)
 		}
 	}
@@ -217,6 +217,17 @@ func TestRealNeutron(t *testing.T) {
 	}
 	if list, err := c.Ports(ctx, PortFilter{DeviceID: server}); err != nil || len(list) != 0 {
 		t.Errorf("ports of the server after unbind: %d, %v", len(list), err)
+	}
+	// Unbound, it takes a new MAC of Neutron's: the NIC's is free again.
+	r, err := c.ResetMAC(ctx, p.ID)
+	if err != nil || r.MACAddress == mac || !strings.HasPrefix(r.MACAddress, "fa:16:3e:") {
+		t.Errorf("MAC reset: %+v, %v; want a new fa:16:3e MAC", r, err)
+	}
+	q, err := c.CreatePort(ctx, PortCreate{NetworkID: provNet, ProjectID: bob, MACAddress: mac})
+	if err != nil {
+		t.Errorf("a port with MAC %s after the reset: %v", mac, err)
+	} else {
+		_ = c.DeletePort(ctx, q.ID)
 	}
 	if err := c.DeletePort(ctx, p.ID); err != nil {
 		t.Fatalf("delete: %v", err)

@@ -2,7 +2,6 @@ package neutron
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
@@ -75,14 +74,15 @@ func (c *Client) Networks(ctx context.Context, f NetworkFilter) ([]Network, erro
 
 // NetworksFor lists the networks a user of project may use (Nova's
 // "available networks"): the project's own and the shared ones, the
-// project's first, each once.
+// project's first, each once; for no project (a caller that has none),
+// the shared ones.
 func (c *Client) NetworksFor(ctx context.Context, project string) ([]Network, error) {
-	if project == "" {
-		return nil, fmt.Errorf("%w: listing a project's networks needs the project", ErrInvalid)
-	}
-	own, err := c.Networks(ctx, NetworkFilter{ProjectID: project})
-	if err != nil {
-		return nil, err
+	var own []Network
+	if project != "" {
+		var err error
+		if own, err = c.Networks(ctx, NetworkFilter{ProjectID: project}); err != nil {
+			return nil, err
+		}
 	}
 	yes := true
 	shared, err := c.Networks(ctx, NetworkFilter{Shared: &yes})

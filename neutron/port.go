@@ -10,6 +10,12 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
 
+// CreatedByCorral is the description of every port corral creates, set in
+// the create request itself: a port with it and no live server as its
+// device is a leftover of corral's (the leader's reaper deletes it). A
+// port a user passed in keeps its own description.
+const CreatedByCorral = "corral"
+
 // vnic types corral asks for (binding:vnic_type).
 const (
 	VNICBaremetal = "baremetal" // a bare-metal node's NIC, bound by Ironic
@@ -27,6 +33,7 @@ type FixedIP struct {
 type Port struct {
 	ID           string    `json:"id"`
 	Name         string    `json:"name"`
+	Description  string    `json:"description"`
 	NetworkID    string    `json:"network_id"`
 	ProjectID    string    `json:"project_id"`
 	DeviceID     string    `json:"device_id"`
@@ -48,6 +55,7 @@ type Port struct {
 // address from the network's pool; MACAddress "" means Neutron's choice.
 type PortCreate struct {
 	NetworkID, ProjectID, Name   string
+	Description                  string // CreatedByCorral for corral's own
 	DeviceID, DeviceOwner        string
 	VNICType, HostID, MACAddress string
 	FixedIPs                     []FixedIP
@@ -62,9 +70,10 @@ type PortUpdate struct {
 }
 
 // PortFilter narrows a port listing; zero fields do not filter, but a
-// listing must name at least one of them.
+// listing must name at least one of them. FixedIP selects the ports that
+// have that address.
 type PortFilter struct {
-	DeviceID, NetworkID, ProjectID, DeviceOwner, MACAddress string
+	DeviceID, NetworkID, ProjectID, DeviceOwner, MACAddress, FixedIP string
 }
 
 func (f PortFilter) empty() bool { return f == PortFilter{} }
@@ -74,7 +83,7 @@ func (c *Client) CreatePort(ctx context.Context, p PortCreate) (Port, error) {
 	if p.NetworkID == "" {
 		return Port{}, fmt.Errorf("%w: a port needs a network", ErrInvalid)
 	}
-	base := ports.CreateOpts{NetworkID: p.NetworkID, ProjectID: p.ProjectID, Name: p.Name, DeviceID: p.DeviceID,
+	base := ports.CreateOpts{NetworkID: p.NetworkID, ProjectID: p.ProjectID, Name: p.Name, Description: p.Description, DeviceID: p.DeviceID,
 		DeviceOwner: p.DeviceOwner, MACAddress: p.MACAddress}
 	if len(p.FixedIPs) > 0 {
 		ips := make([]ports.IP, len(p.FixedIPs))
@@ -107,8 +116,12 @@ func (c *Client) Ports(ctx context.Context, f PortFilter) ([]Port, error) {
 	}
 	var out []Port
 	err := c.do(ctx, "listing ports", func(ctx context.Context, sc *gophercloud.ServiceClient) error {
-		pages, err := ports.List(sc, ports.ListOpts{DeviceID: f.DeviceID, NetworkID: f.NetworkID, ProjectID: f.ProjectID,
-			DeviceOwner: f.DeviceOwner, MACAddress: f.MACAddress}).AllPages(ctx)
+		opts := ports.ListOpts{DeviceID: f.DeviceID, NetworkID: f.NetworkID, ProjectID: f.ProjectID,
+			DeviceOwner: f.DeviceOwner, MACAddress: f.MACAddress}
+		if f.FixedIP != "" {
+			opts.FixedIPs = []ports.FixedIPOpts{{IPAddress: f.FixedIP}}
+		}
+		pages, err := ports.List(sc, opts).AllPages(ctx)
 		if err != nil {
 			return err
 		}
@@ -137,6 +150,26 @@ func (c *Client) UnbindPort(ctx context.Context, id string) (Port, error) {
 	empty := ""
 	return c.UpdatePort(ctx, id, PortUpdate{DeviceID: &empty, DeviceOwner: &empty, HostID: &empty,
 		Profile: map[string]any{}})
+}
+
+// resetMAC is the body of a MAC reset: {"port": {"mac_address": null}}.
+type resetMAC struct{}
+
+func (resetMAC) ToPortUpdateMap() (map[string]any, error) {
+	return map[string]any{"port": map[string]any{"mac_address": nil}}, nil
+}
+
+// ResetMAC gives the port a new MAC of Neutron's choice (mac_address null,
+// Neutron's port-mac-address-regenerate), as Ironic does when it unbinds
+// a bare-metal port: a port that keeps the MAC of a node's NIC stops the
+// next port on its network from taking that MAC. Neutron allows it only
+// while the port is unbound (or its binding failed).
+func (c *Client) ResetMAC(ctx context.Context, id string) (Port, error) {
+	var out Port
+	err := c.do(ctx, "resetting the MAC of port "+id, func(ctx context.Context, sc *gophercloud.ServiceClient) error {
+		return ports.Update(ctx, sc, id, resetMAC{}).ExtractIntoStructPtr(&out, "port")
+	})
+	return out, err
 }
 
 // DeletePort deletes a port; a port already gone is no error.

@@ -104,7 +104,52 @@ func TestNetworksForProject(t *testing.T) {
 	if nets[2].NetworkType != "flat" || nets[2].PhysicalNetwork != "physnet1" {
 		t.Errorf("provider attributes %+v", nets[2])
 	}
+	shared, err := mustNew(t, f.opts()).NetworksFor(context.Background(), "")
+	if err != nil || len(shared) != 2 || shared[0].ID != "n-shared" && shared[1].ID != "n-shared" {
+		t.Errorf("networks of no project %+v, %v; want the shared ones", shared, err)
+	}
 	if (Network{ProjectID: "proj-b"}).VisibleTo("proj-a") || (Network{}).VisibleTo("") {
 		t.Error("another project's network is visible")
+	}
+}
+
+// A port corral creates carries its mark in the create itself; a listing
+// can select ports by fixed address; a MAC reset sends mac_address null
+// (Neutron's port-mac-address-regenerate), which gives the port a new MAC.
+func TestPortMarkFixedIPFilterAndMACReset(t *testing.T) {
+	f := newFake(t)
+	ctx := context.Background()
+	c := mustNew(t, f.opts())
+	p, err := c.CreatePort(ctx, PortCreate{NetworkID: "net-1", Description: CreatedByCorral, DeviceID: "srv-1",
+		FixedIPs: []FixedIP{{IPAddress: "192.0.2.10"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := f.bodies[0]["port"].(map[string]any); sent["description"] != "corral" {
+		t.Errorf("create sent description %v, want corral", sent["description"])
+	}
+	if p.Description != "corral" || CreatedByCorral != "corral" {
+		t.Errorf("created port's description %q", p.Description)
+	}
+	if _, err := c.Ports(ctx, PortFilter{NetworkID: "net-1", FixedIP: "192.0.2.10"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, reqs := f.counts(); !strings.Contains(reqs[len(reqs)-1], "fixed_ips=ip_address%3D192.0.2.10") {
+		t.Errorf("listing by fixed address asked %s", reqs[len(reqs)-1])
+	}
+	if _, err := c.Ports(ctx, PortFilter{FixedIP: "192.0.2.10"}); err != nil {
+		t.Errorf("a listing by fixed address alone = %v", err)
+	}
+	before := p.MACAddress
+	r, err := c.ResetMAC(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := f.bodies[len(f.bodies)-1]["port"].(map[string]any)
+	if v, ok := sent["mac_address"]; !ok || v != nil || len(sent) != 1 {
+		t.Errorf("MAC reset sent %v, want only mac_address null", sent)
+	}
+	if r.MACAddress == "" || r.MACAddress == before {
+		t.Errorf("MAC after the reset %q (before %q)", r.MACAddress, before)
 	}
 }

@@ -13,13 +13,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
 
-// CreatedByCorral is the description of every port corral creates for a
-// server; a user's port that corral takes over keeps the user's. The
-// leader's port reaper lists the ports so marked.
-const CreatedByCorral = "corral"
-
 // PortState is a port with what says who made it and whether it changed:
-// its description, its revision (Neutron's revision_number, raised by
+// its description (also Port's: this one, the shallower, is the one
+// decoded), its revision (Neutron's revision_number, raised by
 // every change) and its timestamps. (Port is not its first field:
 // gophercloud decodes a struct that starts with an embedded one field by
 // field, which a time.Time does not survive.)

@@ -158,29 +158,42 @@ type bootNetwork struct {
 	Tag     *string `json:"tag"`
 }
 
+// netsForm is how a boot asked for its networks.
+type netsForm int
+
+const (
+	netsOmitted netsForm = iota // no networks given (below 2.37)
+	netsList                    // a list of networks and ports
+	netsAuto                    // "auto": the one network the project may use
+	netsNone                    // "none": no network
+)
+
 // parseNetworks reads a boot's networks as Nova does: "auto", "none" or a
 // list of networks (a network's uuid, or a port), each network's uuid and
 // each port a UUID, a port at most once and without a fixed address, at
-// most fsm.MaxServerNetworks of them.
-func parseNetworks(c echo.Context, raw json.RawMessage) ([]fsm.Network, error) {
+// most fsm.MaxServerNetworks of them. It says which form the boot used.
+func parseNetworks(c echo.Context, raw json.RawMessage) ([]fsm.Network, netsForm, error) {
 	if isNull(raw) {
-		return nil, nil
+		return nil, netsOmitted, nil
 	}
 	var word string
 	if json.Unmarshal(raw, &word) == nil {
-		if word == "auto" || word == "none" {
-			return nil, nil
+		switch word {
+		case "auto":
+			return nil, netsAuto, nil
+		case "none":
+			return nil, netsNone, nil
 		}
-		return nil, core.BadRequest(`networks %q must be "auto", "none" or a list of {"uuid": ...}`, shown(word))
+		return nil, 0, core.BadRequest(`networks %q must be "auto", "none" or a list of {"uuid": ...}`, shown(word))
 	}
 	var list []bootNetwork
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&list); err != nil {
-		return nil, core.BadRequest("networks must be a list of {\"uuid\": ..., \"port\": ..., \"fixed_ip\": ...}: %v", err)
+		return nil, 0, core.BadRequest("networks must be a list of {\"uuid\": ..., \"port\": ..., \"fixed_ip\": ...}: %v", err)
 	}
 	if len(list) > fsm.MaxServerNetworks {
-		return nil, invalidInput("networks", fmt.Sprintf("%d networks", len(list)),
+		return nil, 0, invalidInput("networks", fmt.Sprintf("%d networks", len(list)),
 			fmt.Sprintf("a server attaches to at most %d networks", fsm.MaxServerNetworks))
 	}
 	tags := mvAtLeast(c, 2, 42) || microversion(c) == (core.Microversion{Major: 2, Minor: 32})
@@ -190,41 +203,41 @@ func parseNetworks(c echo.Context, raw json.RawMessage) ([]fsm.Network, error) {
 		var net fsm.Network
 		if n.Tag != nil {
 			if !tags {
-				return nil, unexpected("tag", "2.42")
+				return nil, 0, unexpected("tag", "2.42")
 			}
 			if err := checkTag("tag", *n.Tag); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if n.FixedIP != nil {
 			if !isIPAddress(*n.FixedIP) {
-				return nil, invalidInput("fixed_ip", *n.FixedIP, fmt.Sprintf("'%s' is not a 'ipv4' nor a 'ipv6'", shown(*n.FixedIP)))
+				return nil, 0, invalidInput("fixed_ip", *n.FixedIP, fmt.Sprintf("'%s' is not a 'ipv4' nor a 'ipv6'", shown(*n.FixedIP)))
 			}
 			net.FixedIP = *n.FixedIP
 		}
 		switch {
 		case n.Port != nil && *n.Port != "":
 			if uuid.Validate(*n.Port) != nil {
-				return nil, invalidInput("port", *n.Port, fmt.Sprintf("'%s' is not a 'uuid'", shown(*n.Port)))
+				return nil, 0, invalidInput("port", *n.Port, fmt.Sprintf("'%s' is not a 'uuid'", shown(*n.Port)))
 			}
 			if ports[*n.Port] {
-				return nil, core.BadRequest("Port ID '%s' was specified twice: you cannot attach a port multiple times.", *n.Port)
+				return nil, 0, core.BadRequest("Port ID '%s' was specified twice: you cannot attach a port multiple times.", *n.Port)
 			}
 			if n.FixedIP != nil {
-				return nil, core.BadRequest("Specified Fixed IP '%s' cannot be used with port '%s': the two cannot be specified together.", *n.FixedIP, *n.Port)
+				return nil, 0, core.BadRequest("Specified Fixed IP '%s' cannot be used with port '%s': the two cannot be specified together.", *n.FixedIP, *n.Port)
 			}
 			ports[*n.Port] = true
 			net.Port = *n.Port
 		case n.UUID == nil:
-			return nil, core.BadRequest("Bad network format: missing 'uuid'")
+			return nil, 0, core.BadRequest("Bad network format: missing 'uuid'")
 		case uuid.Validate(*n.UUID) != nil:
-			return nil, core.BadRequest("Bad networks format: network uuid is not in proper format (%s)", shown(*n.UUID))
+			return nil, 0, core.BadRequest("Bad networks format: network uuid is not in proper format (%s)", shown(*n.UUID))
 		default:
 			net.UUID = *n.UUID
 		}
 		out = append(out, net)
 	}
-	return out, nil
+	return out, netsList, nil
 }
 
 // checkUserData holds a boot's user_data to Nova's rules (base64, at most

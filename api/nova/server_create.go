@@ -61,7 +61,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 		returnReservation, _ = novaBoolean("return_reservation_id", in.ReturnReservationID) // checked by checkBoot
 	}
 	flavorID := path.Base(strings.TrimRight(flavorRef, "/"))
-	nets, err := parseNetworks(c, in.Networks) // boot.go
+	nets, form, err := parseNetworks(c, in.Networks) // boot.go
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.checkNetworks(c, nets); err != nil { // networks.go
+	if nets, err = h.checkNetworks(c, nets, form); err != nil { // networks.go
 		return err
 	}
 	if im != nil {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +34,18 @@ type Options struct {
 	// Logger for all peers (default: info and above through t.Log, shown
 	// when the test fails or runs with -v).
 	Logger *slog.Logger
+	// Network has the peers talk as separate processes do: raft and
+	// forwarding's RPC on raft ports of their own on loopback, behind the
+	// peer token's handshake, and HTTP forwarding to an API address each
+	// peer serves (the forwarding endpoints at Config.PeerPaths, or what
+	// Peer.Serve installs). Partition and CutRaft need the in-memory
+	// transports: a test of Network peers cannot call them.
+	Network bool
 }
+
+// ForwardPaths are where a Network peer's API serves forwarding unless
+// Options.Tweak sets Config.PeerPaths.
+var ForwardPaths = forward.Paths{Apply: "/internal/apply", ReadIndex: "/internal/read-index"}
 
 // Peer is one in-process peer.
 type Peer struct {
@@ -40,8 +53,15 @@ type Peer struct {
 	Node     *cluster.Node
 	Registry *prometheus.Registry
 	dataDir  string
-	trans    *raft.InmemTransport
+	trans    *raft.InmemTransport // nil with Options.Network
 	gport    int
+
+	// With Options.Network:
+	raftPort int
+	api      net.Listener
+	apiSrv   *http.Server
+	paths    forward.Paths
+	handler  atomic.Value // http.Handler installed by Serve
 }
 
 // Harness is a set of in-process peers.
@@ -57,14 +77,24 @@ type Harness struct {
 	byGossip    map[string]string // gossip address → peer name
 }
 
-// Timings of harness peers: short, so that elections and failure
-// detection take a fraction of a second, yet with a leader lease as long
-// as the heartbeat timeout, so that a leader on a loaded machine (-race,
-// parallel tests) does not step down between two heartbeats.
+// Timings of harness peers. Gossip's are short, so that failure
+// detection takes a fraction of a second. Raft's are a second: a test
+// waits about that long for a new leader, but CI runs the tests with
+// -race on two cores shared with other builds, where a goroutine may not
+// run for some hundreds of milliseconds. With 300 ms an idle 3-peer
+// cluster changed leaders 11 times in a minute on such a machine, and a
+// test's write or request in between failed with "leadership lost" or
+// 503 no_leader; with a second, once. The lease stays as long as the
+// heartbeat timeout, so that a leader does not step down between two
+// heartbeats. An RPC between peers may take as long as over the peers'
+// TCP transport (5 s, cluster/raftstream.go), where the in-memory
+// transport's default (500 ms) dropped votes and heartbeats that were
+// only late.
 var (
+	rpcTimeout  = 5 * time.Second
 	raftTimings = cluster.RaftTimings{
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-		LeaderLeaseTimeout: 300 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+		LeaderLeaseTimeout: time.Second, CommitTimeout: 5 * time.Millisecond,
 	}
 	gossipTimings = cluster.GossipTimings{
 		ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond,
@@ -89,35 +119,42 @@ func Start(t testing.TB, n int, opts Options) *Harness {
 }
 
 // Add starts a new peer; expect is its --bootstrap-expect (0 to join an
-// existing cluster).
+// existing cluster). Its gossip binds a port the kernel picks (a port
+// chosen free beforehand may be any connection's source port by the time
+// the peer binds it); a restart binds the same one again.
 func (h *Harness) Add(name string, expect int) *Peer {
 	h.t.Helper()
-	p := &Peer{Name: name, dataDir: h.t.TempDir(), gport: freePort(h.t)}
-	h.mu.Lock()
-	h.byGossip[net.JoinHostPort("127.0.0.1", strconv.Itoa(p.gport))] = name
-	h.mu.Unlock()
-	h.start(p, expect)
-	return p
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	p := &Peer{Name: name, dataDir: h.t.TempDir()}
+	if h.opts.Network {
+		p.raftPort = freePort(h.t)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			h.t.Fatalf("listen for %s's API: %v", name, err)
+		}
+		p.api, p.apiSrv = ln, &http.Server{Handler: h.serveAPI(p), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = p.apiSrv.Serve(ln) }()
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	h.start(p, expect)
+	_, port, err := net.SplitHostPort(p.Node.GossipAddr())
+	if p.gport, _ = strconv.Atoi(port); err != nil || p.gport == 0 {
+		h.t.Fatalf("peer %s gossips on %q", name, p.Node.GossipAddr())
+	}
+	h.mu.Lock()
+	h.byGossip[net.JoinHostPort("127.0.0.1", port)] = name
+	h.mu.Unlock()
+	return p
 }
 
 func (h *Harness) start(p *Peer, expect int) {
 	h.t.Helper()
-	_, p.trans = raft.NewInmemTransport(raft.ServerAddress(p.Name))
 	h.mu.Lock()
-	for _, o := range h.peers {
-		if o.Node != nil && h.raftLinked(o.Name, p.Name) {
-			p.trans.Connect(o.trans.LocalAddr(), o.trans)
-			o.trans.Connect(p.trans.LocalAddr(), p.trans)
+	if !h.opts.Network {
+		_, p.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(p.Name), rpcTimeout)
+		for _, o := range h.peers {
+			if o.Node != nil && h.raftLinked(o.Name, p.Name) {
+				p.trans.Connect(o.trans.LocalAddr(), o.trans)
+				o.trans.Connect(p.trans.LocalAddr(), p.trans)
+			}
 		}
 	}
 	var join []string
@@ -146,6 +183,11 @@ func (h *Harness) start(p *Peer, expect int) {
 		Gossip:          gossipTimings,
 		PeerToken:       PeerToken,
 	}
+	if h.opts.Network {
+		cfg.Transport, cfg.Forwarder = nil, nil
+		cfg.RaftPort, cfg.APIAddr = p.raftPort, p.api.Addr().String()
+		cfg.PeerPaths.Paths = ForwardPaths
+	}
 	if h.opts.Tweak != nil {
 		h.opts.Tweak(&cfg)
 	}
@@ -153,8 +195,8 @@ func (h *Harness) start(p *Peer, expect int) {
 	if err != nil {
 		h.t.Fatalf("start peer %s: %v", p.Name, err)
 	}
-	p.Node = n
 	h.mu.Lock()
+	p.Node, p.paths = n, cfg.PeerPaths.Paths
 	h.peers[p.Name] = p
 	h.mu.Unlock()
 }
@@ -186,7 +228,7 @@ func (h *Harness) Kill(name string) {
 	p := h.Peer(name)
 	h.mu.Lock()
 	for _, o := range h.peers {
-		if o != p && o.Node != nil {
+		if o != p && o.Node != nil && o.trans != nil {
 			o.trans.Disconnect(p.trans.LocalAddr())
 		}
 	}
@@ -209,7 +251,50 @@ func (h *Harness) Restart(name string) {
 func (p *Peer) DataDir() string { return p.dataDir }
 
 // RaftAddr is the address of the peer's raft transport.
-func (p *Peer) RaftAddr() string { return string(p.trans.LocalAddr()) }
+func (p *Peer) RaftAddr() string {
+	if p.trans == nil {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.raftPort))
+	}
+	return string(p.trans.LocalAddr())
+}
+
+// APIAddr is the address of a Network peer's API.
+func (p *Peer) APIAddr() string { return p.api.Addr().String() }
+
+// Serve has a Network peer's API address serve hh from now on, in place
+// of forwarding's endpoints alone (the API of the peer's node, say).
+func (p *Peer) Serve(hh http.Handler) { p.handler.Store(hh) }
+
+// serveAPI is a Network peer's API: what Serve installed, or forwarding's
+// endpoints for peers only, as the API serves them.
+func (h *Harness) serveAPI(p *Peer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hh, ok := p.handler.Load().(http.Handler); ok {
+			hh.ServeHTTP(w, r)
+			return
+		}
+		h.mu.Lock()
+		n, paths := p.Node, p.paths
+		h.mu.Unlock()
+		if n == nil {
+			forward.WriteError(w, http.StatusServiceUnavailable, forward.ErrNoLeader)
+			return
+		}
+		if _, err := n.AuthenticatePeer(r); err != nil {
+			forward.WriteError(w, http.StatusUnauthorized, err)
+			return
+		}
+		forward.NewHandler(n, paths).ServeHTTP(w, r)
+	})
+}
+
+// inMemory fails the test when the peers talk over the network.
+func (h *Harness) inMemory(what string) {
+	h.t.Helper()
+	if h.opts.Network {
+		h.t.Fatalf("%s cuts the in-memory transports: not available with Options.Network", what)
+	}
+}
 
 // Wipe starts a killed peer again under the same name on a new, empty
 // data dir, as after a disk replacement. The old data dir is left as is.
@@ -224,6 +309,7 @@ func (h *Harness) Wipe(name string) {
 // gossip (both ways, so each side comes to see the other dead) and
 // forwarding.
 func (h *Harness) Partition(name string) {
+	h.inMemory("Partition")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.partitioned[name] = true
@@ -236,6 +322,7 @@ func (h *Harness) Partition(name string) {
 // lags. A peer that should keep believing in its leader meanwhile needs a
 // long heartbeat timeout (Options.Tweak).
 func (h *Harness) CutRaft(name string) {
+	h.inMemory("CutRaft")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.raftCut[name] = true
@@ -254,6 +341,7 @@ func (h *Harness) disconnectRaft(name string) {
 
 // Heal undoes Partition and CutRaft for a peer.
 func (h *Harness) Heal(name string) {
+	h.inMemory("Heal")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.partitioned, name)
@@ -327,6 +415,13 @@ func (h *Harness) Close() {
 		p.Node = nil
 		h.mu.Unlock()
 	}
+	h.mu.Lock()
+	for _, p := range h.peers {
+		if p.apiSrv != nil {
+			_ = p.apiSrv.Close()
+		}
+	}
+	h.mu.Unlock()
 	if h.tlog != nil {
 		h.tlog.close()
 	}
@@ -392,4 +487,16 @@ func (f *memForwarder) ReadIndex(ctx context.Context, api string, verify bool) (
 		return 0, err
 	}
 	return n.ReadIndex(ctx, verify)
+}
+
+// freePort is a TCP port free a moment ago, for the raft port of a peer of a
+// Network harness (raft binds the port it is given).
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -31,80 +31,6 @@ type Response struct {
 	Error *WireError `json:"error,omitempty"`
 }
 
-// WireError is an error as it crosses from leader to follower.
-type WireError struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
-}
-
-// Error kinds on the wire. Their strings are part of the protocol between
-// peers of different versions: never change one, only add.
-const (
-	kindNotFound  = "not_found"
-	kindConflict  = "conflict"
-	kindFenced    = "fenced"
-	kindQuota     = "quota_exceeded"
-	kindInvalid   = "invalid"
-	kindNotLeader = "not_leader"
-	kindNoLeader  = "no_leader"
-	kindInternal  = "internal"
-)
-
-// kinds maps each kind to its sentinel, most specific first (a fenced
-// error is also a conflict).
-var kinds = []struct {
-	kind   string
-	err    error
-	status int
-}{
-	{kindNotFound, fsm.ErrNotFound, http.StatusNotFound},
-	{kindFenced, fsm.ErrFenced, http.StatusConflict},
-	{kindQuota, fsm.ErrQuotaExceeded, http.StatusForbidden},
-	{kindConflict, fsm.ErrConflict, http.StatusConflict},
-	{kindInvalid, fsm.ErrInvalid, http.StatusBadRequest},
-	{kindNotLeader, ErrNotLeader, http.StatusServiceUnavailable},
-	{kindNoLeader, ErrNoLeader, http.StatusServiceUnavailable},
-	{kindNoLeader, ErrUnavailable, http.StatusServiceUnavailable},
-}
-
-// toWire classifies err for the wire and picks the status the handler
-// answers with.
-func toWire(err error) (*WireError, int) {
-	for _, k := range kinds {
-		if errors.Is(err, k.err) {
-			return &WireError{Kind: k.kind, Message: err.Error()}, k.status
-		}
-	}
-	return &WireError{Kind: kindInternal, Message: err.Error()}, http.StatusInternalServerError
-}
-
-// fromWire rebuilds a leader's error on the follower: business errors keep
-// the leader's message and their sentinel; leadership errors become the
-// bare sentinels this peer retries on.
-func fromWire(we *WireError, leader string, status int) error {
-	switch we.Kind {
-	case kindNotLeader:
-		return ErrNotLeader
-	case kindNoLeader:
-		return ErrNoLeader
-	}
-	for _, k := range kinds {
-		if k.kind == we.Kind {
-			return &wireError{base: k.err, msg: we.Message}
-		}
-	}
-	return fmt.Errorf("leader at %s answered %d: %s", leader, status, we.Message)
-}
-
-// wireError keeps the leader's message verbatim and the sentinel for errors.Is.
-type wireError struct {
-	base error
-	msg  string
-}
-
-func (e *wireError) Error() string { return e.msg }
-func (e *wireError) Unwrap() error { return e.base }
-
 // WriteError answers a forwarded request with err in the wire format. The
 // server that mounts the Handler uses it for the errors it raises itself
 // (authentication), with its own status.
@@ -262,7 +188,7 @@ func (c *Client) do(ctx context.Context, method, leader, path string, body []byt
 		return 0, fmt.Errorf("leader at %s answered %d with an unreadable body: %.200s", leader, resp.StatusCode, raw)
 	}
 	if fr.Error != nil {
-		return 0, fromWire(fr.Error, leader, resp.StatusCode)
+		return 0, fromWire(fr.Error, fmt.Sprintf("leader at %s answered %d", leader, resp.StatusCode))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("leader at %s answered %d without an error", leader, resp.StatusCode)

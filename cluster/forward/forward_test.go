@@ -43,6 +43,11 @@ func (l *leader) ReadIndex(_ context.Context, verify bool) (uint64, error) {
 // counts the TCP connections the server accepts.
 func serve(t *testing.T, l forward.Leader) (addr string, conns *atomic.Int32) {
 	t.Helper()
+	return serveTB(t, l)
+}
+
+func serveTB(t testing.TB, l forward.Leader) (addr string, conns *atomic.Int32) {
+	t.Helper()
 	conns = new(atomic.Int32)
 	h := forward.NewHandler(l, paths)
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -85,44 +90,57 @@ func TestApplyAndReadIndexRoundTrip(t *testing.T) {
 	}
 }
 
-func TestErrorsKeepTheirKind(t *testing.T) {
-	cases := []struct {
-		name    string
-		err     error
-		is      []error
-		isNot   []error
-		message string
-	}{
-		{"not found", fmt.Errorf("%w: server x", fsm.ErrNotFound), []error{fsm.ErrNotFound}, []error{fsm.ErrConflict}, "not found: server x"},
-		{"conflict", fmt.Errorf("%w: flavor exists", fsm.ErrConflict), []error{fsm.ErrConflict}, []error{fsm.ErrFenced}, "conflict: flavor exists"},
-		{"fenced", fmt.Errorf("%w: moved to p2", fsm.ErrFenced), []error{fsm.ErrFenced, fsm.ErrConflict}, nil, "moved to p2"},
-		{"stale decision", fmt.Errorf("%w: retry", fsm.ErrStaleDecision), []error{fsm.ErrConflict}, []error{fsm.ErrFenced}, "retry"},
-		{"quota exceeded", fmt.Errorf("%w: 10 of 10 instances", fsm.ErrQuotaExceeded), []error{fsm.ErrQuotaExceeded, fsm.ErrConflict}, []error{fsm.ErrFenced}, "10 of 10 instances"},
-		{"invalid", fmt.Errorf("%w: bad", fsm.ErrInvalid), []error{fsm.ErrInvalid}, nil, "invalid: bad"},
-		{"not leader", forward.ErrNotLeader, []error{forward.ErrNotLeader}, []error{forward.ErrNoLeader}, ""},
-		{"no leader", fmt.Errorf("%w: term 3", forward.ErrNoLeader), []error{forward.ErrNoLeader}, nil, ""},
-		{"unavailable", forward.Unavailable("shutting down"), []error{forward.ErrNoLeader}, []error{forward.ErrNotLeader}, ""},
-		{"internal", errors.New("disk on fire"), nil, []error{fsm.ErrNotFound, forward.ErrNoLeader, forward.ErrNotDelivered}, "500: disk on fire"},
+// errorCase is a leader's error and what the follower must make of it.
+type errorCase struct {
+	name    string
+	err     error
+	is      []error
+	isNot   []error
+	message string
+}
+
+// errorCases are the error kinds both transports of forwarding carry.
+var errorCases = []errorCase{
+	{"not found", fmt.Errorf("%w: server x", fsm.ErrNotFound), []error{fsm.ErrNotFound}, []error{fsm.ErrConflict}, "not found: server x"},
+	{"conflict", fmt.Errorf("%w: flavor exists", fsm.ErrConflict), []error{fsm.ErrConflict}, []error{fsm.ErrFenced}, "conflict: flavor exists"},
+	{"fenced", fmt.Errorf("%w: moved to p2", fsm.ErrFenced), []error{fsm.ErrFenced, fsm.ErrConflict}, nil, "moved to p2"},
+	{"stale decision", fmt.Errorf("%w: retry", fsm.ErrStaleDecision), []error{fsm.ErrConflict}, []error{fsm.ErrFenced}, "retry"},
+	{"quota exceeded", fmt.Errorf("%w: 10 of 10 instances", fsm.ErrQuotaExceeded), []error{fsm.ErrQuotaExceeded, fsm.ErrConflict}, []error{fsm.ErrFenced}, "10 of 10 instances"},
+	{"invalid", fmt.Errorf("%w: bad", fsm.ErrInvalid), []error{fsm.ErrInvalid}, nil, "invalid: bad"},
+	{"not leader", forward.ErrNotLeader, []error{forward.ErrNotLeader}, []error{forward.ErrNoLeader}, ""},
+	{"no leader", fmt.Errorf("%w: term 3", forward.ErrNoLeader), []error{forward.ErrNoLeader}, nil, ""},
+	{"unavailable", forward.Unavailable("shutting down"), []error{forward.ErrNoLeader}, []error{forward.ErrNotLeader}, ""},
+	{"internal", errors.New("disk on fire"), nil, []error{fsm.ErrNotFound, forward.ErrNoLeader, forward.ErrNotDelivered}, "disk on fire"},
+}
+
+func (tc errorCase) check(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
 	}
-	for _, tc := range cases {
+	for _, want := range tc.is {
+		if !errors.Is(err, want) {
+			t.Errorf("%v is not %v", err, want)
+		}
+	}
+	for _, not := range tc.isNot {
+		if errors.Is(err, not) {
+			t.Errorf("%v is %v", err, not)
+		}
+	}
+	if !strings.Contains(err.Error(), tc.message) {
+		t.Errorf("message %q lacks %q", err, tc.message)
+	}
+}
+
+func TestErrorsKeepTheirKind(t *testing.T) {
+	for _, tc := range errorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, _ := serve(t, &leader{err: tc.err})
 			_, err := forward.NewClient("peer", nil, paths).Apply(context.Background(), addr, []byte("cmd"))
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, want := range tc.is {
-				if !errors.Is(err, want) {
-					t.Errorf("%v is not %v", err, want)
-				}
-			}
-			for _, not := range tc.isNot {
-				if errors.Is(err, not) {
-					t.Errorf("%v is %v", err, not)
-				}
-			}
-			if !strings.Contains(err.Error(), tc.message) {
-				t.Errorf("message %q lacks %q", err, tc.message)
+			tc.check(t, err)
+			if tc.name == "internal" && !strings.Contains(err.Error(), "answered 500: disk on fire") {
+				t.Errorf("message %q lacks the leader's status", err)
 			}
 		})
 	}

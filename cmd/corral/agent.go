@@ -21,8 +21,8 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
-	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/neutron/reaper"
+	"github.com/corral-dev/corral/neutron/serverports"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -162,12 +162,16 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 			portReap.Run(bgctx)
 		}()
 	}
+	var nt serverports.Neutron // nil without [neutron]: a nil *neutron.Client would not be
+	if nc != nil {
+		nt = nc
+	}
 	hypervisor := cfg.Kind == fsm.KindHypervisor
 	if hypervisor {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			runHypervisor(bgctx, cfg, node, reg, logger)
+			runHypervisor(bgctx, cfg, node, reg, logger, nt)
 		}()
 	}
 	if cfg.ironicEnabled() {
@@ -176,10 +180,6 @@ func startAgent(cfg agentConfig, logger *slog.Logger) (*agent, error) {
 		a.bg.Add(1)
 		go func() {
 			defer a.bg.Done()
-			var nt driver.Neutron // nil without [neutron]: a nil *neutron.Client would not be
-			if nc != nil {
-				nt = nc
-			}
 			runIronic(bgctx, cfg.Ironic, !hypervisor, node, reg, logger, bmSource, nt)
 		}()
 	} else if !hypervisor {

@@ -60,7 +60,7 @@ func (a *agent) checkNeutron() (*neutron.Client, error) {
 	if err := c.Check(ctx); err != nil {
 		return nil, fmt.Errorf("[neutron] auth_type = %s: %w", o.AuthType, err)
 	}
-	a.log.Info("Neutron answers: bare-metal servers get Neutron ports", "endpoint", c.Endpoint(), "auth_type", o.AuthType,
+	a.log.Info("Neutron answers: servers get Neutron ports (vnic type baremetal on ironic hosts, normal on hypervisor hosts)", "endpoint", c.Endpoint(), "auth_type", o.AuthType,
 		"user", o.Username)
 	return c, nil
 }

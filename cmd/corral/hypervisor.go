@@ -14,6 +14,8 @@ import (
 	"github.com/corral-dev/corral/compute/vmrecord"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/placement"
+	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/neutron/serverports"
 )
 
 // hypervisorInventory is what a hypervisor host reports to Placement.
@@ -32,9 +34,24 @@ func hypervisorInventory(h hypervisorConfig) map[string]placement.Inventory {
 // waits for it.
 var errNotRegistered = errors.New("host not registered yet")
 
+// hypervisorDriver is the VM record driver of a hypervisor host; with nt
+// ([neutron]) its VMs get Neutron ports of vnic type normal, bound to
+// this host.
+func hypervisorDriver(nt serverports.Neutron, logger *slog.Logger) (*vmrecord.Driver, error) {
+	if nt == nil {
+		return vmrecord.New(vmrecord.Config{}), nil
+	}
+	p, err := serverports.New(nt, serverports.Config{VNICType: neutron.VNICNormal, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return vmrecord.New(vmrecord.Config{Ports: p}), nil
+}
+
 // runHypervisor reports this host's inventory once it is registered, then
-// drives its VMs through the VM record driver until ctx ends.
-func runHypervisor(ctx context.Context, cfg agentConfig, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger) {
+// drives its VMs through the VM record driver until ctx ends; with nt
+// ([neutron]) they get Neutron ports.
+func runHypervisor(ctx context.Context, cfg agentConfig, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger, nt serverports.Neutron) {
 	log := logger.With("component", "hypervisor")
 	report := &fsm.ReportInventory{Host: cfg.Name, Inventory: hypervisorInventory(cfg.Hypervisor)}
 	// 0.2 s, doubling up to 6.4 s, until the inventory is committed or ctx ends.
@@ -55,7 +72,12 @@ func runHypervisor(ctx context.Context, cfg agentConfig, node *cluster.Node, reg
 		return // ctx ended
 	}
 	log.Info("inventory reported", "vcpus", cfg.Hypervisor.VCPUs, "memory_mb", cfg.Hypervisor.MemoryMB, "disk_gb", cfg.Hypervisor.DiskGB)
-	mgr, err := compute.New(compute.Config{Logger: logger, Registerer: reg}, node, vmrecord.New())
+	virt, err := hypervisorDriver(nt, logger)
+	if err != nil {
+		log.Error("cannot start the VM driver", "err", err)
+		return
+	}
+	mgr, err := compute.New(compute.Config{Logger: logger, Registerer: reg}, node, virt)
 	if err != nil {
 		log.Error("cannot start the compute manager", "err", err)
 		return

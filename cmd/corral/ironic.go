@@ -13,12 +13,13 @@ import (
 	"github.com/corral-dev/corral/ironic"
 	"github.com/corral-dev/corral/ironic/driver"
 	"github.com/corral-dev/corral/ironic/mirror"
+	"github.com/corral-dev/corral/neutron/serverports"
 )
 
 // runIronic connects to Ironic (retrying until it answers) and then runs
 // this host's driver and the leader's node sync until ctx ends; with nt
 // ([neutron]) the driver gives servers Neutron ports.
-func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger, bm *baremetalSource, nt driver.Neutron) {
+func runIronic(ctx context.Context, cfg ironicConfig, build bool, node *cluster.Node, reg prometheus.Registerer, logger *slog.Logger, bm *baremetalSource, nt serverports.Neutron) {
 	log := logger.With("component", "ironic", "url", cfg.URL)
 	// 0.5 s, doubling up to 16 s, until Ironic answers or ctx ends.
 	wait := &backoff.ExponentialBackOff{InitialInterval: 500 * time.Millisecond, Multiplier: 2, MaxInterval: 16 * time.Second}

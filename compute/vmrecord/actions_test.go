@@ -55,7 +55,7 @@ func TestRebuildOfAStoppedVM(t *testing.T) {
 	const id = "10000000-0000-4000-9000-000000000001"
 	c.must(t, &fsm.CreateServer{ID: id, Name: "vm-1", FlavorID: "f1", ImageRef: "img-1", Host: "hv"})
 
-	d := vmrecord.New()
+	d := vmrecord.New(vmrecord.Config{})
 	m, err := compute.New(compute.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, c, d)
 	if err != nil {
 		t.Fatal(err)

@@ -125,6 +125,22 @@ func TestOnlyPeersReachRaftAndForwarding(t *testing.T) {
 	for i, a := range c.Agents {
 		testkit.Eventually(t, 20*time.Second, func() error { return createFlavor(a, fmt.Sprintf("through-%d", i)) })
 	}
+	forwardedOverRPC(t, c, leader)
+}
+
+// forwardedOverRPC checks that every follower forwarded over the binary
+// RPC on the leader's raft port, after the peers' handshake.
+func forwardedOverRPC(t *testing.T, c *e2e.Cluster, leader *e2e.Agent) {
+	t.Helper()
+	for _, a := range c.Agents {
+		if a == leader {
+			continue
+		}
+		n, err := metric(a, `corral_forward_rpc_requests_total{op="apply",outcome="ok"}`)
+		if err != nil || n < 1 {
+			t.Errorf("%s forwarded %v writes over the RPC (%v), want at least one", a.Name, n, err)
+		}
+	}
 }
 
 // TestClientCertificateIsNoPeer: with TLS, the CLI's certificate (`corral
@@ -161,4 +177,5 @@ func TestClientCertificateIsNoPeer(t *testing.T) {
 			testkit.Eventually(t, 20*time.Second, func() error { return createFlavor(a, "through-"+a.Name) })
 		}
 	}
+	forwardedOverRPC(t, c, leader)
 }

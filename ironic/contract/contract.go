@@ -203,7 +203,8 @@ func (e *Env) WaitAllocation(ctx context.Context, id string) (*allocations.Alloc
 type NodeSpec struct {
 	Name, ResourceClass string
 	Traits              []string
-	SkipPowerOff        bool // leave power_state null (allocations then skip the node)
+	SkipPowerOff        bool   // leave power_state null (allocations then skip the node)
+	NetworkInterface    string // "" leaves Ironic's default
 }
 
 // Enroll creates the nodes and drives them enroll -> manageable -> available (with power off
@@ -212,7 +213,7 @@ func (e *Env) Enroll(ctx context.Context, specs ...NodeSpec) ([]string, error) {
 	ids := make([]string, len(specs))
 	for i, sp := range specs {
 		n, err := nodes.Create(ctx, e.Client, nodes.CreateOpts{
-			Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass,
+			Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
 			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100,
 				"capabilities": "boot_mode:uefi"},
 		}).Extract()

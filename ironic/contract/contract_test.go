@@ -39,6 +39,18 @@ func TestContractSimWithDelays(t *testing.T) {
 	runContract(t, ts.URL, false)
 }
 
+// TestContractSimFlat runs the suite on a simulator whose nodes may use the flat network
+// interface, as an Ironic with enabled_network_interfaces = noop,flat.
+func TestContractSimFlat(t *testing.T) {
+	s := sim.New(sim.Options{NetworkInterfaces: []string{"noop", "flat"}})
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	runContract(t, ts.URL, false)
+}
+
 func TestContractReal(t *testing.T) {
 	u := os.Getenv("IRONIC_URL")
 	if u == "" {
@@ -68,6 +80,7 @@ func runContract(t *testing.T, root string, real bool) {
 		{"AllocationMatching", testAllocationMatching},
 		{"PowerNullAndOldReservation", testPowerNullAndOldReservation},
 		{"PortsAndVIFs", testPortsAndVIFs},
+		{"FlatVIFs", testFlatVIFs},
 		{"ListPaging", testListPaging},
 	}
 	t.Run("group", func(t *testing.T) {

@@ -202,34 +202,11 @@ func (d *Driver) deploy(ctx context.Context, h *compute.Handle, s fsm.Server) er
 		if _, err := h.Reread(s, true); err != nil {
 			return err
 		}
-		vifs := s.VIFs()
-		if d.nt != nil {
-			if vifs, err = d.ensurePorts(ctx, h, s, n.UUID); err != nil {
-				return err
-			}
+		attached, err := d.attachVIFs(ctx, h, s, n.UUID) // ports.go
+		if err != nil {
+			return err
 		}
-		for _, vif := range vifs {
-			if err := d.fence(ctx, h, s, "attaching VIF "+vif); err != nil {
-				return err
-			}
-			if d.nt != nil {
-				if err := d.portIntent(ctx, h, s, fsm.PortStepAttach, "", vif); err != nil {
-					return err
-				}
-				if err := d.bindPort(ctx, vif, n.UUID); err != nil {
-					return err
-				}
-			}
-			if err := d.ir.AttachVIF(ctx, n.UUID, vif); err != nil {
-				return err
-			}
-			if d.nt != nil {
-				if err := d.rereadPort(ctx, h, s, vif); err != nil {
-					return err
-				}
-			}
-		}
-		if len(vifs) > 0 {
+		if attached > 0 {
 			// The node was read before the VIFs were attached: read it
 			// again. Without VIFs the read above, with only local checks
 			// since, is the fence.

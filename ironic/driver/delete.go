@@ -17,7 +17,7 @@ func (d *Driver) Delete(ctx context.Context, h *compute.Handle, s fsm.Server) er
 		if err := d.dropStrayClaims(ctx, h, s); err != nil {
 			return err
 		}
-		if d.nt != nil {
+		if d.ports != nil {
 			return d.releasePorts(ctx, h, s, "")
 		}
 		return nil
@@ -25,7 +25,7 @@ func (d *Driver) Delete(ctx context.Context, h *compute.Handle, s fsm.Server) er
 	if err := d.undeploy(ctx, h, s); err != nil {
 		return err
 	}
-	if d.nt != nil {
+	if d.ports != nil {
 		if err := d.releasePorts(ctx, h, s, s.NodeUUID); err != nil {
 			return err
 		}
@@ -50,12 +50,7 @@ func (d *Driver) undeploy(ctx context.Context, h *compute.Handle, s fsm.Server) 
 			if err := d.fence(ctx, h, s, "detaching VIF "+vif); err != nil {
 				return err
 			}
-			if d.nt != nil {
-				if err := d.portIntent(ctx, h, s, fsm.PortStepDetach, "", vif); err != nil {
-					return err
-				}
-			}
-			if err := d.ir.DetachVIF(ctx, n.UUID, vif); err != nil && !errors.Is(err, ironic.ErrNotFound) {
+			if err := d.detachVIF(ctx, h, s, n.UUID, vif); err != nil { // ports.go
 				return err
 			}
 		}

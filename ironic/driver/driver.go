@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/ironic"
+	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/neutron/serverports"
 )
 
 // Ironic is what the driver needs from Ironic; *ironic.Client implements it.
@@ -62,9 +63,10 @@ type Config struct {
 	MinPoll, MaxPoll time.Duration
 	Logger           *slog.Logger
 	// Neutron, when set ([neutron] configured), gives every requested
-	// network of a server a Neutron port attached as a VIF of its node
-	// (ports.go); nil keeps corral's own networks.
-	Neutron Neutron
+	// network of a server a Neutron port (neutron/serverports, vnic type
+	// baremetal) attached as a VIF of its node (ports.go); nil keeps
+	// corral's own networks.
+	Neutron serverports.Neutron
 }
 
 // Driver is the Ironic virt driver (a compute.Virt): it builds a server
@@ -78,10 +80,8 @@ type Driver struct {
 	log  *slog.Logger
 	mode string
 	w    *watcher
-	nt   Neutron // nil: no Neutron
-
-	mu     sync.Mutex
-	leases map[string]leaseMark // server → this host's last port create lease (ports.go)
+	// ports is the servers' Neutron port lifecycle; nil without Neutron.
+	ports *serverports.Ports
 }
 
 // New returns the Ironic virt driver.
@@ -112,7 +112,12 @@ func New(cfg Config, ir Ironic) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, ir: ir, log: cfg.Logger.With("component", "ironic-driver"), mode: mode, nt: cfg.Neutron}
+	d := &Driver{cfg: cfg, ir: ir, log: cfg.Logger.With("component", "ironic-driver"), mode: mode}
+	if cfg.Neutron != nil {
+		if d.ports, err = serverports.New(cfg.Neutron, serverports.Config{VNICType: neutron.VNICBaremetal, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	d.w = newWatcher(d)
 	if mode == ReserveInstanceUUID {
 		d.log.Warn("reserving Ironic nodes by instance_uuid is deprecated: use an Ironic with the allocation API (microversion 1.52+) and [ironic] reservation = auto",

@@ -41,7 +41,7 @@ func (c *call) nodeDoc(n *node) map[string]any {
 		"instance_info": cloneMap(n.instanceInfo), "instance_uuid": deref(n.instanceUUID),
 		"last_error": deref(n.lastError), "lessee": deref(n.lessee), "maintenance": n.maintenance,
 		"maintenance_reason": deref(n.maintenanceReason), "management_interface": "fake", "name": nil,
-		"network_data": map[string]any{}, "network_interface": "noop", "owner": deref(n.owner),
+		"network_data": map[string]any{}, "network_interface": n.networkIface(), "owner": deref(n.owner),
 		"power_interface": "fake", "power_state": deref(n.powerState), "properties": cloneMap(n.properties),
 		"protected": false, "protected_reason": nil, "provision_state": n.provisionState,
 		"provision_updated_at": isoTime(n.provisionUpdated), "raid_config": map[string]any{},
@@ -360,6 +360,26 @@ func (c *call) createNode() {
 			"registered which supports driver %s for conductor group \"\".", driver))
 		return
 	}
+	netIface := ""
+	if v, ok := body["network_interface"]; ok && v != nil {
+		s, _ := v.(string)
+		enabled := c.s.opts.NetworkInterfaces
+		if len(enabled) == 0 {
+			enabled = []string{"noop"}
+		}
+		if !slices.Contains(enabled, s) {
+			quoted := make([]string, len(enabled))
+			for i, e := range enabled {
+				quoted[i] = "'" + e + "'"
+			}
+			c.fail(http.StatusBadRequest, fmt.Sprintf("Could not find the following interface in the "+
+				"'ironic.hardware.interfaces.network' entrypoint: %s. Valid interfaces are [%s].", s, strings.Join(quoted, ", ")))
+			return
+		}
+		if s != "noop" {
+			netIface = s
+		}
+	}
 	id := uuid.NewString()
 	if v, ok := body["uuid"]; ok && v != nil {
 		s, _ := v.(string)
@@ -385,6 +405,7 @@ func (c *call) createNode() {
 		return
 	}
 	n := newNode(c.s.newID(), id, name, driver)
+	n.networkInterface = netIface
 	if rc, ok := body["resource_class"].(string); ok && rc != "" {
 		n.resourceClass = strp(rc)
 	}

@@ -36,6 +36,7 @@ type node struct {
 	owner, lessee        *string
 	automatedClean       *bool
 	vifs                 []string
+	networkInterface     string          // "" is noop; flat or neutron bind VIFs to the node's ports (traits.go)
 	configDrive          json.RawMessage // as sent with the deploy (Ironic masks it in instance_info)
 	locked               int             // background tasks holding the node lock
 	created, updated     time.Time
@@ -286,6 +287,10 @@ type NodeSpec struct {
 	PowerState     string         // default "power off"; "none" leaves it null (like a fresh enroll)
 	Maintenance    bool
 	MACs           []string // one port per address
+	// NetworkInterface is the node's network interface: "" or noop (VIFs
+	// accepted and not listed), flat or neutron (each VIF takes a free
+	// port of the node, as Ironic's, and a VIF beyond them is refused).
+	NetworkInterface string
 }
 
 // Seed enrolls nodes directly (no API calls, no transitions) and returns their UUIDs in order.
@@ -321,6 +326,9 @@ func (s *Server) Seed(specs []NodeSpec) []string {
 			n.powerState = strp(sp.PowerState)
 		}
 		n.maintenance = sp.Maintenance
+		if sp.NetworkInterface != "noop" {
+			n.networkInterface = sp.NetworkInterface
+		}
 		if n.provisionState != "enroll" {
 			n.updated = now() // brought out of enroll: Ironic stamped updated_at
 		}
