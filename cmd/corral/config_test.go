@@ -302,6 +302,8 @@ func TestConfigErrors(t *testing.T) {
 			want: []string{`name "bad name!" is not a valid host name`}},
 		{name: "lease longer than heartbeat", file: "[raft]\nheartbeat_timeout = 100ms\nelection_timeout = 100ms\nleader_lease_timeout = 200ms\n", env: ok,
 			want: []string{"leader lease timeout 200ms must not exceed the heartbeat timeout 100ms"}},
+		{name: "silent grace within the leader's pings", file: "[failover]\nsilent_grace = 300ms\n", env: ok,
+			want: []string{"failover silent grace 300ms must be at least 600ms", "off"}},
 		{name: "bootstrap expect out of range", args: []string{"--bootstrap-expect", "100"}, env: ok,
 			want: []string{"flag --bootstrap-expect", "100 is out of range 0-99"}},
 		{name: "several parse problems at once",
@@ -471,6 +473,7 @@ port_reap_grace = 30m
 
 [failover]
 down_grace = 3s
+silent_grace = 700ms
 refused_grace = 2s
 up_grace = 2s
 freeze_fraction = 0.4
@@ -510,6 +513,44 @@ func TestConfigOrphanGraceOff(t *testing.T) {
 	}
 }
 
+func TestConfigSilentGraceOff(t *testing.T) {
+	env := map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_NAME": "n"}
+	c := mustLoad(t, []string{"--config", writeConfig(t, "[failover]\nsilent_grace = off\n")}, env)
+	if c.Failover.SilentGrace >= 0 || c.clusterConfig().SilentGrace >= 0 {
+		t.Fatalf("silent_grace = off gave %v, want negative (off)", c.Failover.SilentGrace)
+	}
+	if d := mustLoad(t, nil, env); d.Failover.SilentGrace != cluster.DefaultSilentGrace {
+		t.Fatalf("default silent grace %v, want %v", d.Failover.SilentGrace, cluster.DefaultSilentGrace)
+	}
+}
+
+// Raft's timings are a second: on two cores shared with other builds,
+// under the race detector, 300 ms held six elections in three idle
+// minutes of a five-peer cluster and 500 ms one (TestBusyMachineBenchmark,
+// docs/failover.md); a second held none. The lease is as long as the
+// heartbeat timeout, the longest raft allows.
+func TestConfigRaftDefaults(t *testing.T) {
+	c := mustLoad(t, nil, map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_NAME": "n"})
+	got := [3]time.Duration{c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout}
+	if got != [3]time.Duration{time.Second, time.Second, time.Second} {
+		t.Fatalf("raft heartbeat, election and lease timeouts %v, want a second each", got)
+	}
+}
+
+// Gossip's word alone takes a host the leader still hears down only after
+// five seconds: a peer starved of CPU flaps in gossip for a second or two
+// at a time, and a pause or partition does not wait for it (the leader's
+// own silence confirms those).
+func TestConfigDownGraceDefault(t *testing.T) {
+	c := mustLoad(t, nil, map[string]string{"CORRAL_ADMIN_TOKEN": goodToken, "CORRAL_NAME": "n"})
+	if c.Failover.DownGrace != 5*time.Second {
+		t.Fatalf("default down grace %v, want 5s", c.Failover.DownGrace)
+	}
+	if cluster.DefaultDownGrace != c.Failover.DownGrace {
+		t.Fatalf("the agent's default down grace %v is not the cluster's %v", c.Failover.DownGrace, cluster.DefaultDownGrace)
+	}
+}
+
 func TestConfigFullExample(t *testing.T) {
 	c := mustLoad(t, []string{"--config", writeConfig(t, fullExample)}, nil)
 	want := agentConfig{
@@ -545,7 +586,7 @@ func TestConfigFullExample(t *testing.T) {
 			Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",
 			ProjectDomainName: "Default", TokenCacheTime: 120 * time.Second},
 		DeletedRetention: 12 * time.Hour,
-		Failover:         failoverConfig{DownGrace: 3 * time.Second, RefusedGrace: 2 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
+		Failover:         failoverConfig{DownGrace: 3 * time.Second, SilentGrace: 700 * time.Millisecond, RefusedGrace: 2 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
 		Hypervisor: hypervisorConfig{VCPUs: 32, MemoryMB: 131072, DiskGB: 900, CPUAllocationRatio: 8,
 			RAMAllocationRatio: 1.2, DiskAllocationRatio: 1.1},
 		LegacyInventory:        true,
