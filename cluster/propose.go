@@ -237,7 +237,10 @@ func (n *Node) ReadBarrier(ctx context.Context, c Consistency) error {
 	case Stale:
 		return nil
 	case Default, "":
-		if n.IsLeader() {
+		// A leader serves its own replica once it has committed an entry
+		// of its term: before, it may not have applied what the previous
+		// leader acknowledged (ReadIndex then answers ErrNoLeader).
+		if n.IsLeader() && n.readyTerm.Load() == n.raft.CurrentTerm() {
 			return nil
 		}
 	case Linearizable:
@@ -247,7 +250,7 @@ func (n *Node) ReadBarrier(ctx context.Context, c Consistency) error {
 	var idx uint64
 	var err error
 	if n.IsLeader() {
-		idx, err = n.ReadIndex(ctx, true)
+		idx, err = n.ReadIndex(ctx, c == Linearizable)
 	} else {
 		idx, err = n.forwardReadIndex(ctx, c)
 	}
