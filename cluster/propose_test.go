@@ -2,6 +2,8 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,80 @@ import (
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/testkit"
 )
+
+// ProposeCommitted on a follower returns once the leader applied the
+// write, without waiting for the follower (whose raft is cut here); reads
+// at default and linearizable consistency on the other peers see it at
+// once, the follower's own once it is back; AwaitApplied waits for it.
+func TestProposeCommittedDoesNotWaitForTheFollower(t *testing.T) {
+	// p3 keeps believing in its leader while its raft is cut, and the
+	// other two keep theirs on a loaded machine.
+	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) {
+		c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout = time.Second, time.Second, time.Second
+		if c.Name == "p3" {
+			c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout = time.Minute, time.Minute
+		}
+	}})
+	leader := h.Leader(15 * time.Second)
+	lag := h.Peer("p3")
+	if lag == leader {
+		t.Skip("p3 won the first election despite its minute-long timeouts; nothing to cut")
+	}
+	testkit.Eventually(t, 15*time.Second, func() error {
+		if _, err := lag.Node.ReadIndex(ctxT(t, time.Second), false); !errors.Is(err, cluster.ErrNotLeader) {
+			return fmt.Errorf("p3 read index: %v", err)
+		}
+		if st := lag.Node.RaftStatus(); st.Leader != leader.Name {
+			return fmt.Errorf("p3 believes the leader is %q", st.Leader)
+		}
+		return nil
+	})
+	h.CutRaft(lag.Name)
+
+	idx, err := lag.Node.ProposeCommitted(ctxT(t, 10*time.Second), flavor("pc1"))
+	if err != nil {
+		t.Fatalf("ProposeCommitted through %s: %v", lag.Name, err)
+	}
+	if _, err := lag.Node.Store().Flavor("pc1"); err == nil {
+		t.Fatalf("%s applied the write with its raft cut: it does not lag, the test proves nothing", lag.Name)
+	}
+	if _, err := leader.Node.Store().Flavor("pc1"); err != nil {
+		t.Fatalf("ProposeCommitted returned before the leader applied the write: %v", err)
+	}
+	for _, p := range h.Running() {
+		if p == lag {
+			continue
+		}
+		for _, c := range []cluster.Consistency{cluster.Default, cluster.Linearizable} {
+			if err := p.Node.ReadBarrier(ctxT(t, 10*time.Second), c); err != nil {
+				t.Fatalf("%s read barrier on %s: %v", c, p.Name, err)
+			}
+			if _, err := p.Node.Store().Flavor("pc1"); err != nil {
+				t.Errorf("%s read on %s misses the write: %v", c, p.Name, err)
+			}
+		}
+	}
+	// Propose waits for this peer: not while it is cut.
+	if _, err := lag.Node.Propose(ctxT(t, 3*time.Second), flavor("pc2")); err == nil || !strings.Contains(err.Error(), "not yet applied on p3") {
+		t.Fatalf("Propose through %s: %v, want the write committed but not applied here", lag.Name, err)
+	}
+	if err := lag.Node.AwaitApplied(ctxT(t, 200*time.Millisecond), idx); err == nil {
+		t.Fatalf("AwaitApplied on %s returned although its raft is cut", lag.Name)
+	}
+	h.Heal(lag.Name)
+	if err := lag.Node.AwaitApplied(ctxT(t, 20*time.Second), idx); err != nil {
+		t.Fatalf("AwaitApplied on %s after the heal: %v", lag.Name, err)
+	}
+	if _, err := lag.Node.Store().Flavor("pc1"); err != nil {
+		t.Fatalf("%s: AwaitApplied returned before the write was applied: %v", lag.Name, err)
+	}
+	if err := lag.Node.ReadBarrier(ctxT(t, 10*time.Second), cluster.Default); err != nil {
+		t.Fatalf("default read barrier on %s: %v", lag.Name, err)
+	}
+	if _, err := lag.Node.Store().Flavor("pc2"); err != nil {
+		t.Errorf("default read on %s misses a write the leader applied: %v", lag.Name, err)
+	}
+}
 
 // A leader that has not committed an entry of its term yet may not have
 // applied what its predecessor acknowledged: it does not serve a default
