@@ -32,7 +32,7 @@ func newLocalCluster() *localCluster { return &localCluster{st: fsm.New()} }
 func (l *localCluster) Name() string      { return "local" }
 func (l *localCluster) Store() *fsm.Store { return l.st }
 
-func (l *localCluster) Propose(_ context.Context, cmd fsm.Command) (uint64, error) {
+func (l *localCluster) ProposeCommitted(_ context.Context, cmd fsm.Command) (uint64, error) {
 	cmd.Header().At = time.Now().UTC()
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -46,6 +46,8 @@ func (l *localCluster) Propose(_ context.Context, cmd fsm.Command) (uint64, erro
 	}
 	return l.idx, l.st.Apply(l.idx, data).Err
 }
+
+func (l *localCluster) AwaitApplied(context.Context, uint64) error { return nil }
 
 func (l *localCluster) ApplyForwarded(context.Context, []byte) (uint64, error) {
 	return 0, cluster.ErrNotLeader

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/wire"
 )
@@ -102,7 +103,7 @@ func (h *Handlers) UpdateFlavor(c echo.Context) error {
 		}
 		cmd.Description = *desc
 	}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		if errors.Is(err, fsm.ErrNotFound) {
 			return flavorNotFound(c.Param("id"))
 		}
@@ -171,7 +172,7 @@ func (h *Handlers) FlavorAction(c echo.Context) error {
 	if f.IsPublic {
 		return echo.NewHTTPError(http.StatusConflict, "Can not add access to a public flavor.")
 	}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return err
 	}
 	if f, err = h.st.Store().Flavor(cmd.ID); err != nil {
@@ -182,12 +183,23 @@ func (h *Handlers) FlavorAction(c echo.Context) error {
 
 // checkFlavorAccess refuses a boot with a private flavor the caller's
 // project may not use (callers that see every project may use any). A
-// flavor this peer does not know yet is left to the leader's Apply.
-func checkFlavorAccess(c echo.Context, st *fsm.Store, flavorID string) error {
+// flavor this peer does not hold, or holds as private, is read again
+// after a default read barrier: this replica may not have applied the
+// flavor or a change of its access yet, which a write through this or
+// another peer was answered for. A flavor unknown to the leader too is
+// refused by its Apply.
+func (h *Handlers) checkFlavorAccess(c echo.Context, flavorID string) error {
 	if core.CallerOf(c).SeesEveryProject() {
 		return nil
 	}
-	if f, err := st.Flavor(flavorID); err == nil && !f.MayUse(core.CallerProject(c)) {
+	f, err := h.st.Store().Flavor(flavorID)
+	if err != nil || !f.IsPublic {
+		if err := h.st.Cluster.ReadBarrier(c.Request().Context(), cluster.Default); err != nil {
+			return err
+		}
+		f, err = h.st.Store().Flavor(flavorID)
+	}
+	if err == nil && !f.MayUse(core.CallerProject(c)) {
 		return core.BadRequest("Invalid flavorRef provided: flavor %s is private and project %s has no access to it", flavorID, core.CallerProject(c))
 	}
 	return nil

@@ -83,7 +83,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	// state: this peer's replica may not have a flavor created elsewhere
 	// yet. What a private flavor's access and the image's minimums need
 	// of it is checked here when the replica has it.
-	if err := checkFlavorAccess(c, h.st.Store(), flavorID); err != nil { // flavor_access.go
+	if err := h.checkFlavorAccess(c, flavorID); err != nil { // flavor_access.go
 		return err
 	}
 	image, im, err := h.checkImageRef(c, in.ImageRef) // images.go
@@ -147,7 +147,11 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	for i := range set.Members {
 		set.Members[i].ID = uuid.NewString()
 	}
-	if err := h.st.Propose(c, &fsm.CreateServerSets{Sets: []fsm.ServerSet{set}}); err != nil {
+	propose := h.st.Propose
+	if len(set.Members) > 1 { // which of them were created is read here
+		propose = h.st.ProposeAndRead
+	}
+	if err := propose(c, &fsm.CreateServerSets{Sets: []fsm.ServerSet{set}}); err != nil {
 		return err
 	}
 	if returnReservation {
@@ -158,8 +162,12 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 
 // firstServer is the id of the first server a boot request created: the
 // first member, unless the leader dropped it (it placed at least
-// min_count, not all).
+// min_count, not all). A set of one member committed without error
+// created it.
 func (h *Handlers) firstServer(set fsm.ServerSet) string {
+	if len(set.Members) == 1 {
+		return set.Members[0].ID
+	}
 	if _, err := h.st.Store().Server(set.Members[0].ID); err == nil {
 		return set.Members[0].ID
 	}
