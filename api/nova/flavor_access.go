@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/wire"
 )
@@ -182,24 +181,20 @@ func (h *Handlers) FlavorAction(c echo.Context) error {
 }
 
 // checkFlavorAccess refuses a boot with a private flavor the caller's
-// project may not use (callers that see every project may use any). A
-// flavor this peer does not hold, or holds as private, is read again
-// after a default read barrier: this replica may not have applied the
-// flavor or a change of its access yet, which a write through this or
-// another peer was answered for. A flavor unknown to the leader too is
-// refused by its Apply.
+// project may not use (callers that see every project may use any), read
+// after a read barrier (bootState): this replica may not have applied the
+// flavor, a change of its access, or its deletion and creation again as
+// private, which a write through any peer was answered for. A flavor
+// unknown to the leader too is refused by its Apply.
 func (h *Handlers) checkFlavorAccess(c echo.Context, flavorID string) error {
 	if core.CallerOf(c).SeesEveryProject() {
 		return nil
 	}
-	f, err := h.st.Store().Flavor(flavorID)
-	if err != nil || !f.IsPublic {
-		if err := h.st.Cluster.ReadBarrier(c.Request().Context(), cluster.Default); err != nil {
-			return err
-		}
-		f, err = h.st.Store().Flavor(flavorID)
+	st, err := h.bootState(c) // server_create.go
+	if err != nil {
+		return err
 	}
-	if err == nil && !f.MayUse(core.CallerProject(c)) {
+	if f, err := st.Flavor(flavorID); err == nil && !f.MayUse(core.CallerProject(c)) {
 		return core.BadRequest("Invalid flavorRef provided: flavor %s is private and project %s has no access to it", flavorID, core.CallerProject(c))
 	}
 	return nil
