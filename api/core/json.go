@@ -107,6 +107,10 @@ func (a *answer) object(m map[string]any) error {
 		return nil
 	}
 	start := len(a.keys)
+	defer func() { // on an error too
+		clear(a.keys[start:])
+		a.keys = a.keys[:start]
+	}()
 	for k := range m {
 		a.keys = append(a.keys, k)
 	}
@@ -130,8 +134,6 @@ func (a *answer) object(m map[string]any) error {
 		}
 	}
 	a.buf.WriteByte('}')
-	clear(keys)
-	a.keys = a.keys[:start]
 	return nil
 }
 

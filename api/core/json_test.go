@@ -111,3 +111,18 @@ func TestJSONSerializerRandomObjects(t *testing.T) {
 		}
 	}
 }
+
+// A value that fails to encode leaves the pooled answer without the keys
+// of the objects it was writing (which would be kept, and grow the next
+// answer's).
+func TestJSONSerializerErrorKeepsNoKeys(t *testing.T) {
+	a := &answer{}
+	a.enc = json.NewEncoder(&a.buf)
+	v := map[string]any{"a": map[string]any{"b": math.Inf(1), "c": 1}, "d": 2}
+	if err := a.value(v); err == nil {
+		t.Fatal("an infinity encoded without error")
+	}
+	if len(a.keys) != 0 {
+		t.Fatalf("keys left after the error: %q", a.keys)
+	}
+}
