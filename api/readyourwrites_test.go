@@ -103,8 +103,8 @@ func TestFollowerWriteIsSeenAtEveryConsistency(t *testing.T) {
 // through a follower whose raft is cut is answered while that follower
 // still holds the server; with read-your-writes, only after the heal,
 // when the follower has applied it. Either way the leader decides (no
-// stale 404 from a follower that lacks the server) and reads at default
-// consistency on the follower see the delete.
+// stale 404 from a follower that has not seen the server created) and
+// reads at default consistency on the follower see the delete.
 func TestDeleteThroughLaggingFollowerIsDecidedByTheLeader(t *testing.T) {
 	t.Parallel()
 	// p3 keeps believing in its leader while its raft is cut; the others
@@ -167,6 +167,18 @@ func TestDeleteThroughLaggingFollowerIsDecidedByTheLeader(t *testing.T) {
 	if applied(lag, fast) {
 		t.Fatalf("%s applied the delete with its raft cut: it does not lag, the test proves nothing", lag.Name)
 	}
+	// A server this follower has not even seen created is deleted too: the
+	// leader's state decides, not a stale 404 from this replica.
+	unseen := boot("s3")
+	if _, err := lag.Node.Store().Server(unseen); err == nil {
+		t.Fatalf("%s has applied the create of %s with its raft cut: the test proves nothing", lag.Name, unseen)
+	}
+	if r := deleteVia(fts, unseen, nil); r.code != http.StatusNoContent {
+		t.Fatalf("DELETE through %s of a server it has not seen: got %s, want 204", lag.Name, r)
+	}
+	if !applied(leader, unseen) {
+		t.Fatalf("DELETE through %s of a server it has not seen answered before the leader applied it", lag.Name)
+	}
 
 	// Asked: answered only once the follower applied it too.
 	deleted := make(chan response, 1)
@@ -194,7 +206,7 @@ func TestDeleteThroughLaggingFollowerIsDecidedByTheLeader(t *testing.T) {
 	if !applied(lag, waited) {
 		t.Fatalf("server %s on %s is not deleted after its read-your-writes DELETE answered", waited, lag.Name)
 	}
-	for _, id := range []string{fast, waited} {
+	for _, id := range []string{fast, waited, unseen} {
 		if r := do(t, fts, http.MethodGet, computeBase+"/servers/"+id, readerToken, "", nil); r.code != http.StatusNotFound {
 			t.Errorf("GET the deleted server %s through %s: %s", id, lag.Name, r)
 		}
