@@ -13,7 +13,7 @@ VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --exact-match --dirty 2
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build run test test-short vet bench bench-failover bench-auth bench-boot bench-mass-boot bench-migrate bench-scale bench-accept bench-scale-agents bench-snapshot bench-failover-scale bench-api-writes jepsen-quick jepsen jepsen-massboot jepsen-actions ironic-up ironic-down clean
+.PHONY: all build run test test-short vet bench bench-failover bench-auth bench-boot bench-mass-boot bench-migrate bench-scale bench-accept bench-scale-agents bench-snapshot bench-failover-scale bench-api-writes bench-list jepsen-quick jepsen jepsen-massboot jepsen-actions ironic-up ironic-down clean
 
 all: build
 
@@ -87,7 +87,7 @@ bench-scale-agents:
 	CORRAL_BENCH=1 $(GO) test -count=1 -run '^TestScaleAgentsBenchmark$$' -v -timeout 30m ./e2e/
 
 bench-snapshot:
-	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^Benchmark(Snapshot|Restore)Scale$$' -benchtime 3x -benchmem -timeout 30m ./fsm/
+	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^Benchmark(Snapshot|Restore|RestoreHeap)Scale$$' -benchtime 3x -benchmem -timeout 30m ./fsm/
 
 # SIGKILL-like stop of an in-process peer owning 10^4 servers: time until
 # every server has a live owner. CORRAL_BENCH_FAILOVER_SERVERS changes it.
@@ -100,6 +100,12 @@ bench-failover-scale:
 # CORRAL_BENCH_WRITES_ROUNDS change the rounds.
 bench-api-writes:
 	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkAPIWritesVsRaft$$' -benchtime 1x -timeout 30m ./api/
+
+# GET /servers against 10^4 live servers and 10^5 deleted ones retained:
+# the list from the indexes and the reference that sorts every server,
+# in the same run (docs/benchmarks.md).
+bench-list:
+	CORRAL_BENCH=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkServerList$$' -benchtime 5x -timeout 60m ./api/nova/
 
 # Migration from nova baremetal: 10^3 nodes, half of them deployed, into the
 # simulator and (when IRONIC_URL is set) into the real Ironic, through the

@@ -21,6 +21,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/tidwall/btree v1.8.2
 	golang.org/x/crypto v0.57.0
 	golang.org/x/time v0.15.0
 	gopkg.in/ini.v1 v1.68.0

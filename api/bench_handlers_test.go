@@ -34,7 +34,7 @@ func (l *localCluster) Store() *fsm.Store { return l.st }
 
 func (l *localCluster) ProposeCommitted(_ context.Context, cmd fsm.Command) (uint64, error) {
 	cmd.Header().At = time.Now().UTC()
-	data, err := fsm.Encode(cmd)
+	data, err := fsm.EncodeAs(cmd, fsm.EncodingMsgpack)
 	if err != nil {
 		return 0, err
 	}

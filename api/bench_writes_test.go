@@ -317,9 +317,11 @@ var benchRaft = cluster.RaftTimings{HeartbeatTimeout: time.Second, ElectionTimeo
 // for a leader.
 func startRawRaft(tb testing.TB) *rawRaft {
 	tb.Helper()
-	entry, err := fsm.Encode(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
+	// The entry corral's leader writes (in the encoding it writes once
+	// every peer reads it), so that both sides commit as many bytes.
+	entry, err := fsm.EncodeAs(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now().UTC(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
 		Flavor: fsm.Flavor{ID: "00000000-0000-4000-8000-000000000000", Name: "bench-000000", VCPUs: 2, RAM: 4096, Disk: 40,
-			RxTxFactor: 1, IsPublic: true}})
+			RxTxFactor: 1, IsPublic: true}}, fsm.EncodingMsgpack)
 	if err != nil {
 		tb.Fatal(err)
 	}

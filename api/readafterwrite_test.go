@@ -53,7 +53,7 @@ func (l *laggingCluster) ProposeCommitted(_ context.Context, cmd fsm.Command) (u
 	}
 	idx := uint64(len(l.log) + 1)
 	cmd.Header().At, cmd.Header().Bounded = laggingEpoch.Add(time.Duration(idx)*time.Second), true
-	data, err := fsm.Encode(cmd)
+	data, err := fsm.EncodeAs(cmd, fsm.EncodingMsgpack)
 	if err != nil {
 		return 0, err
 	}

@@ -87,6 +87,18 @@ func TestServerListFilters(t *testing.T) {
 	if got := listNames(t, e, "", "2.1"); slices.Contains(got, "web-1") {
 		t.Errorf("a deleted server listed: %v", got)
 	}
+	// deleted=true (oslo's boolean words) lists the deleted servers only, as
+	// Nova's database filter; any other value the live ones.
+	for _, q := range []string{"deleted=true", "deleted=True", "deleted=1", "deleted=yes"} {
+		if got := listNames(t, e, q, "2.1"); !slices.Equal(got, []string{"web-1"}) {
+			t.Errorf("%s: %v, want only the deleted server", q, got)
+		}
+	}
+	for _, q := range []string{"deleted=false", "deleted=0", "deleted=bogus"} {
+		if got := listNames(t, e, q, "2.1"); !slices.Equal(got, []string{"web-2", "db-1"}) {
+			t.Errorf("%s: %v, want the live servers", q, got)
+		}
+	}
 	for q, code := range map[string]int{
 		"sort_key=bogus":                    http.StatusBadRequest,
 		"sort_key=display_name&sort_dir=up": http.StatusBadRequest,

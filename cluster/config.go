@@ -253,6 +253,9 @@ func (c *Config) setDefaults() {
 	if c.forwardRPC() {
 		settings[settingForwardRPC] = forward.RPCVersion
 	}
+	if _, set := settings[settingEncodings]; !set {
+		settings[settingEncodings] = fsm.KnownEncodings() // "0" is how an older peer is played in tests
+	}
 	if v := c.Version; v != "" {
 		// Gossip metadata must stay within memberlist's 512 bytes.
 		settings[settingVersion] = v[:min(len(v), maxVersionLen)]

@@ -3,10 +3,12 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,11 +109,14 @@ func newGossip(cfg *Config, meta memberMeta, kr *keyring, secret *peerSecret, lo
 	mc.Events = g
 	mc.Logger = newMemberlistLogger(logger.With("component", "gossip"))
 	if cfg.GossipCut != nil {
-		t, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-			BindAddrs: []string{cfg.BindAddr}, BindPort: cfg.GossipPort, Logger: mc.Logger,
-		})
+		t, err := cutNetTransport(cfg.BindAddr, cfg.GossipPort, mc.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
+		}
+		if cfg.GossipPort == 0 {
+			// Advertise the port bound, as memberlist does with its own transport.
+			mc.BindPort = t.GetAutoBindPort()
+			mc.AdvertisePort = mc.BindPort
 		}
 		mc.Transport = &cutTransport{NetTransport: t, cut: cfg.GossipCut}
 	}
@@ -280,6 +285,18 @@ func (g *gossip) leave(timeout time.Duration) error {
 
 func (g *gossip) shutdown() error {
 	return g.ml.Shutdown()
+}
+
+// cutNetTransport is the network transport under a cutTransport. On port
+// 0 the kernel picks a TCP port that UDP may hold already: like
+// memberlist with its own transport, it tries again then.
+func cutNetTransport(addr string, port int, logger *log.Logger) (*memberlist.NetTransport, error) {
+	for try := 1; ; try++ {
+		t, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{addr}, BindPort: port, Logger: logger})
+		if err == nil || port != 0 || try == 10 || !strings.Contains(err.Error(), "address already in use") {
+			return t, err
+		}
+	}
 }
 
 // cutTransport drops the gossip this peer sends to the addresses cut

@@ -43,6 +43,7 @@ type Node struct {
 	readyTerm atomic.Uint64
 	leaving   atomic.Bool
 	mirror    atomic.Pointer[MirrorSync] // the node sync a boot that found no node runs (SetMirrorSync)
+	writing   atomic.Int32               // 1 + the fsm.Encoding this leader last wrote an entry in (encoding.go)
 
 	ctx      context.Context
 	cancel   context.CancelFunc

@@ -180,10 +180,10 @@ func (n *Node) applyLocalValue(ctx context.Context, cmd fsm.Command) (uint64, an
 // the flag only while every live peer advertises this.
 const settingTextBounds = "fsm_bounds"
 
-// textBounded reports whether the entries this leader commits carry
-// fsm.Meta.Bounded.
-func (n *Node) textBounded() bool {
-	v, ok := n.AgreedSetting("", settingTextBounds)
+// textBounded reports whether the entries this leader commits while
+// members are the cluster carry fsm.Meta.Bounded.
+func textBounded(members []memberState) bool {
+	v, ok := agreedSetting(members, "", settingTextBounds)
 	return ok && v == "true"
 }
 
@@ -217,9 +217,11 @@ func (n *Node) CommandKnown(t fsm.CommandType) bool {
 // it returns once this peer applied it, with the entry's value (the
 // fsm.Result's Value) and Apply's business error.
 func (n *Node) commit(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
+	members := n.counted(n.gossip.snapshot())
 	cmd.Header().At = time.Now().UTC()
-	cmd.Header().Bounded = n.textBounded()
-	data, err := fsm.Encode(cmd)
+	cmd.Header().Bounded = textBounded(members)
+	enc := entryEncoding(members, n.raftServers())
+	data, err := fsm.EncodeAs(cmd, enc)
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode %s: %w", cmd.Type(), err)
 	}
@@ -232,6 +234,7 @@ func (n *Node) commit(ctx context.Context, cmd fsm.Command) (uint64, any, error)
 	if timeout <= 0 {
 		return 0, nil, context.DeadlineExceeded
 	}
+	n.noteEncoding(enc)
 	f := n.raft.Apply(data, timeout)
 	if err := n.awaitApply(f); err != nil {
 		switch {

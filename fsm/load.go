@@ -24,6 +24,7 @@ func (st *state) putServer(s Server) {
 	}
 	st.servers[s.ID] = s
 	st.count(s)
+	st.reindexServer(&old, had, &s)
 	if !s.Live() && (!had || old.Live()) {
 		st.leaveGroup(s.ID)
 	}
@@ -36,6 +37,7 @@ func (st *state) putServer(s Server) {
 func (st *state) removeServer(id string) {
 	if old, ok := st.servers[id]; ok {
 		st.uncount(old)
+		st.unindexServer(&old)
 		delete(st.servers, id)
 	}
 	st.leaveGroup(id)

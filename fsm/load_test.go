@@ -169,6 +169,7 @@ func checkIndexes(t *testing.T, s *Store) {
 		t.Fatalf("host counts %v, recount %v", s.st.hostServers, want)
 	}
 	checkQuotaUsage(t, s.st)
+	checkServerIndex(t, s.st)
 	for id := range conflictedNodes(s.st) {
 		if _, ok := s.st.conflicted[id]; !ok {
 			t.Fatalf("node %s has an inventory conflict but is not in the conflicted set", id)

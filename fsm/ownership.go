@@ -90,9 +90,8 @@ func PlanReassign(st *state, host string, avoid ...string) []Move {
 	}
 	var ids []string
 	epochs := map[string]uint64{}
-	for _, id := range sortedKeys(st.servers) {
-		s := st.servers[id]
-		if s.Live() && s.Host == host {
+	for _, id := range st.liveIDs() {
+		if s := st.servers[id]; s.Host == host {
 			ids = append(ids, id)
 			epochs[id] = s.Epoch
 		}

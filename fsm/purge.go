@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -75,24 +74,17 @@ func purgeable(s Server, before time.Time) bool {
 func (s *Store) DeletedBefore(before time.Time, max int) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var due []Server
-	for _, v := range s.st.servers {
+	out := []string{}
+	// The deleted servers in the order of their last update, up to before.
+	s.st.idx.deleted.Scan(func(k changeKey) bool {
+		v := s.st.servers[k.id]
+		if v.UpdatedAt.After(before) {
+			return false
+		}
 		if purgeable(v, before) {
-			due = append(due, v)
+			out = append(out, k.id)
 		}
-	}
-	slices.SortFunc(due, func(a, b Server) int {
-		if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
+		return max <= 0 || len(out) < max
 	})
-	if max > 0 && len(due) > max {
-		due = due[:max]
-	}
-	out := make([]string, len(due))
-	for i, v := range due {
-		out[i] = v.ID
-	}
 	return out
 }

@@ -356,6 +356,7 @@ func TestQuotaUsageIndex(t *testing.T) {
 		}
 		a.s.mu.RLock()
 		checkQuotaUsage(t, a.s.st)
+		checkServerIndex(t, a.s.st)
 		for _, p := range []string{"p0", "p1", "p2"} {
 			if n := a.s.st.usage.projects[p].instances; n > 6 {
 				t.Fatalf("project %s holds %d servers, over its limit of 6", p, n)
@@ -372,6 +373,7 @@ func TestQuotaUsageIndex(t *testing.T) {
 	}
 	restored.mu.RLock()
 	checkQuotaUsage(t, restored.st)
+	checkServerIndex(t, restored.st)
 	same := reflect.DeepEqual(restored.st.usage, a.s.st.usage)
 	restored.mu.RUnlock()
 	if !same || restored.Digest() != a.s.Digest() {

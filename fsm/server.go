@@ -531,9 +531,8 @@ func (s *Store) OwnedBy(host string) []Server {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Server
-	for _, id := range sortedKeys(s.st.servers) {
-		v := s.st.servers[id]
-		if v.Host == host && v.Live() {
+	for _, id := range s.st.liveIDs() {
+		if v := s.st.servers[id]; v.Host == host {
 			out = append(out, cloneServer(v))
 		}
 	}
@@ -559,12 +558,13 @@ func (s *Store) Owned(host string) []Ownership {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Ownership
-	for _, v := range s.st.servers {
-		if v.Host == host && v.Live() {
+	s.st.idx.live.Scan(func(k listKey) bool {
+		if v := s.st.servers[k.id]; v.Host == host {
 			out = append(out, Ownership{ID: v.ID, Status: v.Status, TaskState: v.TaskState, Epoch: v.Epoch,
 				OwnerSince: v.OwnerSince, OwnerReason: v.OwnerReason})
 		}
-	}
+		return true
+	})
 	slices.SortFunc(out, func(a, b Ownership) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

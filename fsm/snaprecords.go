@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/corral-dev/corral/fsm/placement"
 )
@@ -105,8 +106,11 @@ func loadPlacementBinary(st *state, body []byte) error {
 
 // finishRestore completes a snapshot restore once every record is read:
 // the placement store is decoded (from JSON records, or from the binary
-// decoder's records).
+// decoder's records) while the server indexes are built beside it.
 func (st *state) finishRestore() error {
+	var wg sync.WaitGroup
+	wg.Go(st.buildServerIndex) // reads the servers, writes only st.idx
+	defer wg.Wait()
 	if err := st.finishLoad(); err != nil {
 		return err
 	}

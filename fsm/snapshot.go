@@ -271,7 +271,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, fmt.Errorf("%w: snapshot applied index: %w", ErrInvalid, truncated(err))
 	}
 	st := newState()
-	st.loadVersion = version
+	st.loadVersion, st.indexLater = version, true
 	if version > snapshotVersionJSON {
 		servers, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -285,6 +285,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		// corrupt count cannot allocate without limit.
 		hint := func(n uint64) int { return int(min(n, 1<<20)) }
 		st.servers = make(map[string]Server, hint(servers))
+		st.loaded.live = make([]liveEntry, 0, hint(servers))
 		st.reservations = make(map[string]string, hint(servers))
 		st.nodes = make(map[string]Node, hint(nodes))
 	}

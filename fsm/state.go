@@ -48,6 +48,13 @@ type state struct {
 	// (index, kept by putServer, removeServer and the key pair commands,
 	// rebuilt on restore; see quota_check.go).
 	usage quotaUsage
+	// idx orders the live servers as lists show them and the deleted
+	// ones by their last update (index, kept by putServer and
+	// removeServer, built at the end of a restore while indexLater; see
+	// server_index.go).
+	idx        serverIndex
+	indexLater bool
+	loaded     indexBuild // the servers a restore loaded, while indexLater
 	// conflicted holds every mirrored node with an inventory conflict, and
 	// possibly nodes whose conflict cleared since the last node sync
 	// (index, kept by applySyncNodes, rebuilt on restore; see node.go).
@@ -104,6 +111,7 @@ func newState() *state {
 		hostServers:  map[string]int{},
 		usage:        newQuotaUsage(),
 		conflicted:   map[string]struct{}{},
+		idx:          newServerIndex(),
 	}
 }
 

@@ -31,7 +31,7 @@ func TestMassBootFlags(t *testing.T) {
 // -neutron needs -keystone, and the simulator.
 func TestNeutronFlags(t *testing.T) {
 	c, err := parseFlags([]string{"-keystone", "-neutron", "-neutron-env", "/x/neutron.env"})
-	if err != nil || !c.Neutron || c.NeutronEnv != "/x/neutron.env" || c.UserPorts != 12 || c.ReapGrace != 10*time.Second ||
+	if err != nil || !c.Neutron || c.NeutronEnv != "/x/neutron.env" || c.UserPorts != 12 || c.ReapGrace != time.Minute ||
 		c.Clients != 4 || c.BootEvery != 5*time.Second || c.MaxBusy != 3 || c.OpTimeout != 15*time.Second {
 		t.Fatalf("-keystone -neutron: %v %+v", err, c)
 	}
@@ -47,5 +47,27 @@ func TestNeutronFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-keystone", "-neutron", "-ironic-url", "http://127.0.0.1:6385"}); err == nil ||
 		!strings.Contains(err.Error(), "simulator") {
 		t.Fatalf("-neutron with a real Ironic: %v, want an error", err)
+	}
+}
+
+// -old-bin upgrades the last agent at half the run by default; an
+// -upgrade-at that leaves no room for the upgrade, or without -old-bin,
+// is refused.
+func TestUpgradeFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-old-bin", "/x/corral-old", "-duration", "120s"})
+	if err != nil || c.OldBin != "/x/corral-old" || c.UpgradeAt != 60*time.Second {
+		t.Fatalf("-old-bin: %v %+v", err, c)
+	}
+	if c, err := parseFlags([]string{"-old-bin", "/x/corral-old", "-duration", "120s", "-upgrade-at", "20s"}); err != nil || c.UpgradeAt != 20*time.Second {
+		t.Fatalf("-upgrade-at: %v %+v", err, c)
+	}
+	for _, args := range [][]string{
+		{"-old-bin", "/x/corral-old", "-duration", "120s", "-upgrade-at", "100s"},
+		{"-upgrade-at", "20s"},
+		{"-old-bin", "/x/corral-old", "-workload", "massboot"},
+	} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }

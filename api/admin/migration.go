@@ -62,9 +62,9 @@ func (h *Handlers) FlavorMigration(c echo.Context) error {
 	}
 	var out []wire.MigrationServer
 	perNode := map[string]int{}
-	for _, v := range st.Servers() {
+	for _, v := range st.LiveServers() {
 		node := v.ServerNode()
-		if !v.Live() || node == "" || (req.Host != "" && v.Host != req.Host) || (req.Node != "" && node != req.Node) {
+		if node == "" || (req.Host != "" && v.Host != req.Host) || (req.Node != "" && node != req.Node) {
 			continue
 		}
 		n, err := st.Node(node)

@@ -21,8 +21,8 @@ func (h *Handlers) ListNetworks(c echo.Context) error {
 		kinds[h.Name] = h.Kind
 	}
 	byNet := map[string]*wire.NetworkView{}
-	for _, v := range st.Servers() {
-		if !v.Live() || v.Host == "" {
+	for _, v := range st.LiveServers() {
+		if v.Host == "" {
 			continue // a server no host took has no port anywhere
 		}
 		vifs := v.VIFs()

@@ -47,8 +47,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.store()
 	byStatus := map[fsm.ServerStatus]int{fsm.StatusBuild: 0, fsm.StatusActive: 0, fsm.StatusError: 0, fsm.StatusDeleted: 0}
-	for _, s := range st.Servers() {
-		byStatus[s.Status]++
+	for s, n := range st.ServerCounts() {
+		byStatus[s] = n
 	}
 	for s, n := range byStatus {
 		ch <- prometheus.MustNewConstMetric(descServers, prometheus.GaugeValue, float64(n), string(s))

@@ -144,8 +144,8 @@ func (h *Handlers) GetOSHost(c echo.Context) error {
 	}
 	usedMax := hostUsage{host: host.Name, project: "(used_max)"}
 	byProject := map[string]*hostUsage{}
-	for _, v := range h.st.Store().Servers() {
-		if !v.Live() || v.Host != host.Name {
+	for _, v := range h.st.Store().LiveServers() {
+		if v.Host != host.Name {
 			continue
 		}
 		p := byProject[v.Project()]

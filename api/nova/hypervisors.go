@@ -72,10 +72,7 @@ func (h *Handlers) hypervisors() []hypervisor {
 	}
 	byNode := map[string][]fsm.Server{}
 	byHost := map[string][]fsm.Server{}
-	for _, v := range st.Servers() {
-		if !v.Live() {
-			continue
-		}
+	for _, v := range st.LiveServers() {
 		node := v.NodeUUID
 		if node == "" {
 			node = v.ClaimedNode

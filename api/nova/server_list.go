@@ -2,6 +2,7 @@ package nova
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -42,17 +43,18 @@ func (h *Handlers) ListServers(detail bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		keep, err := serverFilter(c, q, project, h.st.Store().ServerNet)
+		sel, err := serverFilter(c, q, project)
 		if err != nil {
 			return err
 		}
-		less, err := serverOrder(c, q, cl.SeesEveryProject())
+		order, err := serverOrder(c, q, cl.SeesEveryProject())
 		if err != nil {
 			return err
 		}
-		all := h.st.Store().Servers()
-		slices.SortStableFunc(all, less)
-		listed, more, err := pageOf(all, p, func(v fsm.Server) string { return v.ID }, keep)
+		listed, more, err := h.st.Store().ListServers(sel.query(order, p))
+		if errors.Is(err, fsm.ErrNotFound) {
+			return core.BadRequest("marker [%s] not found", p.marker)
+		}
 		if err != nil {
 			return err
 		}
@@ -106,43 +108,69 @@ func serverAddrs(v fsm.Server, net fsm.ServerNet, version int) []string {
 	return out
 }
 
+// serverSelect is what a server list's query selects.
+type serverSelect struct {
+	project string
+	deleted bool      // deleted servers too
+	since   time.Time // changes-since (zero: none)
+	// keep holds every filter of the query, the project, deleted and
+	// changes-since included; net reads a server's ports.
+	keep func(v *fsm.Server, net func(id string) fsm.ServerNet) bool
+}
+
+// query is the store's query of sel in order, paged as p.
+func (sel serverSelect) query(order serverOrdering, p page) fsm.ServerQuery {
+	fq := fsm.ServerQuery{Project: sel.project, Deleted: sel.deleted, Since: sel.since, Keep: sel.keep,
+		Marker: p.marker, Limit: p.limit, Desc: order.desc}
+	if !order.index {
+		fq.Order = order.cmp
+	}
+	return fq
+}
+
 // serverFilter is the filter of a server list's query.
-func serverFilter(c echo.Context, q url.Values, project string, netOf func(id string) fsm.ServerNet) (func(fsm.Server) bool, error) {
+func serverFilter(c echo.Context, q url.Values, project string) (serverSelect, error) {
 	name, err := regexParam(q, "name")
 	if err != nil {
-		return nil, err
+		return serverSelect{}, err
 	}
 	ip, err := regexParam(q, "ip")
 	if err != nil {
-		return nil, err
+		return serverSelect{}, err
 	}
 	ip6, err := regexParam(q, "ip6")
 	if err != nil {
-		return nil, err
+		return serverSelect{}, err
 	}
 	var since time.Time
 	if q.Has("changes-since") {
 		v := q.Get("changes-since")
 		t, err := parseISOTime(v)
 		if err != nil {
-			return nil, core.BadRequest("Invalid input for query parameters changes-since. Value: %s. '%s' is not a 'date-time'", v, v)
+			return serverSelect{}, core.BadRequest("Invalid input for query parameters changes-since. Value: %s. '%s' is not a 'date-time'", v, v)
 		}
 		since = t
 	}
-	deleted := q.Get("deleted") == "true" || !since.IsZero() && !q.Has("deleted")
+	// deleted is an admin's filter (Nova drops it from anyone else's
+	// query): oslo's boolean words list the deleted servers only, as Nova's
+	// database filter; any other value the live ones; left out, the live
+	// ones, and the deleted too with changes-since.
+	hasDeleted := q.Has("deleted") && core.CallerOf(c).SeesEveryProject()
+	onlyDeleted := hasDeleted && boolFromString(q.Get("deleted"))
+	deleted := onlyDeleted || !since.IsZero() && !hasDeleted
 	statuses := q["status"]
 	var tagsAll, tagsAny, notAll, notAny []string
 	if mvAtLeast(c, 2, 26) {
 		tagsAll, tagsAny, notAll, notAny = tagList(q, "tags"), tagList(q, "tags-any"), tagList(q, "not-tags"), tagList(q, "not-tags-any")
 	}
-	has := func(v fsm.Server, t string) bool { _, ok := slices.BinarySearch(v.Tags, t); return ok }
-	return func(v fsm.Server) bool {
+	has := func(v *fsm.Server, t string) bool { _, ok := slices.BinarySearch(v.Tags, t); return ok }
+	keep := func(v *fsm.Server, netOf func(id string) fsm.ServerNet) bool {
 		switch {
-		case !v.Live() && !deleted:
+		case !v.Live() && !deleted, onlyDeleted && v.Live():
 			return false
 		case project != "" && v.Project() != project:
 			return false
-		case len(statuses) > 0 && !slices.ContainsFunc(statuses, func(s string) bool { return strings.EqualFold(s, serverStatus(v)) }):
+		case len(statuses) > 0 && !slices.ContainsFunc(statuses, func(s string) bool { return strings.EqualFold(s, serverStatus(*v)) }):
 			return false
 		case q.Has("host") && q.Get("host") != v.Host:
 			return false
@@ -154,9 +182,9 @@ func serverFilter(c echo.Context, q url.Values, project string, netOf func(id st
 			return false
 		case name != nil && !name.MatchString(v.Name):
 			return false
-		case ip != nil && !slices.ContainsFunc(serverAddrs(v, netOf(v.ID), 4), ip.MatchString):
+		case ip != nil && !slices.ContainsFunc(serverAddrs(*v, netOf(v.ID), 4), ip.MatchString):
 			return false
-		case ip6 != nil && !slices.ContainsFunc(serverAddrs(v, netOf(v.ID), 6), ip6.MatchString):
+		case ip6 != nil && !slices.ContainsFunc(serverAddrs(*v, netOf(v.ID), 6), ip6.MatchString):
 			return false
 		case !since.IsZero() && v.UpdatedAt.Before(since):
 			return false
@@ -170,7 +198,8 @@ func serverFilter(c echo.Context, q url.Values, project string, netOf func(id st
 			return false
 		}
 		return true
-	}, nil
+	}
+	return serverSelect{project: project, deleted: deleted, since: since, keep: keep}, nil
 }
 
 func allOf(ts []string, f func(string) bool) bool {
@@ -199,42 +228,59 @@ var sortIgnored = []string{"architecture", "cell_name", "cleaned", "default_ephe
 	"id", "key_data", "launched_on", "locked", "memory_mb", "os_type", "reservation_id", "root_gb",
 	"shutdown_terminate", "user_data", "vcpus", "vm_mode"}
 
-// sortKeys are Nova's sort keys and what each compares; the keys of
-// fields every corral server holds alike compare nothing.
-var sortKeys = map[string]func(fsm.Server) string{
-	"access_ip_v4": func(v fsm.Server) string { return v.AccessIPv4 },
-	"access_ip_v6": func(v fsm.Server) string { return v.AccessIPv6 },
-	"created_at":   func(v fsm.Server) string { return v.CreatedAt.UTC().Format(time.RFC3339Nano) },
-	"updated_at":   func(v fsm.Server) string { return v.UpdatedAt.UTC().Format(time.RFC3339Nano) },
-	"display_description": func(v fsm.Server) string {
+// serverCmp compares two servers by one sort key.
+type serverCmp func(a, b *fsm.Server) int
+
+// byText compares the text get returns.
+func byText(get func(v *fsm.Server) string) serverCmp {
+	return func(a, b *fsm.Server) int { return strings.Compare(get(a), get(b)) }
+}
+
+// sortKeys are Nova's sort keys and how each compares; the keys of
+// fields every corral server holds alike compare nothing. Times compare
+// in time, as in Nova's database.
+var sortKeys = map[string]serverCmp{
+	"access_ip_v4": byText(func(v *fsm.Server) string { return v.AccessIPv4 }),
+	"access_ip_v6": byText(func(v *fsm.Server) string { return v.AccessIPv6 }),
+	"created_at":   func(a, b *fsm.Server) int { return a.CreatedAt.Compare(b.CreatedAt) },
+	"updated_at":   func(a, b *fsm.Server) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
+	"display_description": byText(func(v *fsm.Server) string {
 		if v.Description == nil {
 			return ""
 		}
 		return *v.Description
-	},
-	"display_name":     func(v fsm.Server) string { return v.Name },
-	"host":             func(v fsm.Server) string { return v.Host },
-	"node":             func(v fsm.Server) string { return v.NodeUUID },
-	"hostname":         func(v fsm.Server) string { return v.Hostname() },
-	"image_ref":        func(v fsm.Server) string { return v.Image() },
-	"instance_type_id": func(v fsm.Server) string { return v.Flavor.ID },
-	"key_name":         func(v fsm.Server) string { return v.KeyName },
-	"launch_index":     func(v fsm.Server) string { return fmt.Sprintf("%010d", v.LaunchIndex) },
-	"project_id":       func(v fsm.Server) string { return v.Project() },
-	"user_id":          func(v fsm.Server) string { return v.User() },
-	"uuid":             func(v fsm.Server) string { return v.ID },
-	"task_state":       func(v fsm.Server) string { return v.TaskState },
-	"vm_state":         func(v fsm.Server) string { s, _ := vmStateOf(serverItem{v: v}).(string); return s },
-	"power_state":      func(v fsm.Server) string { return fmt.Sprint(powerStateOf(serverItem{v: v})) },
+	}),
+	"display_name":     byText(func(v *fsm.Server) string { return v.Name }),
+	"host":             byText(func(v *fsm.Server) string { return v.Host }),
+	"node":             byText(func(v *fsm.Server) string { return v.NodeUUID }),
+	"hostname":         byText(func(v *fsm.Server) string { return v.Hostname() }),
+	"image_ref":        byText(func(v *fsm.Server) string { return v.Image() }),
+	"instance_type_id": byText(func(v *fsm.Server) string { return v.Flavor.ID }),
+	"key_name":         byText(func(v *fsm.Server) string { return v.KeyName }),
+	"launch_index":     func(a, b *fsm.Server) int { return cmp.Compare(a.LaunchIndex, b.LaunchIndex) },
+	"project_id":       byText(func(v *fsm.Server) string { return v.Project() }),
+	"user_id":          byText(func(v *fsm.Server) string { return v.User() }),
+	"uuid":             byText(func(v *fsm.Server) string { return v.ID }),
+	"task_state":       byText(func(v *fsm.Server) string { return v.TaskState }),
+	"vm_state":         byText(func(v *fsm.Server) string { s, _ := vmStateOf(serverItem{v: *v}).(string); return s }),
+	"power_state":      byText(func(v *fsm.Server) string { return fmt.Sprint(powerStateOf(serverItem{v: *v})) }),
 	"auto_disk_config": nil, "availability_zone": nil, "config_drive": nil, "kernel_id": nil,
 	"launched_at": nil, "locked_by": nil, "progress": nil, "ramdisk_id": nil, "root_device_name": nil,
 	"terminated_at": nil,
 }
 
+// serverOrdering is the order of a server list.
+type serverOrdering struct {
+	cmp func(a, b *fsm.Server) int
+	// index: the order is the store's index order (created_at,
+	// launch_index, uuid, in one direction; descending when desc).
+	index, desc bool
+}
+
 // serverOrder is the order of a server list's query: sort_key and
 // sort_dir as Nova takes them (newest first by default), created_at and
 // the id last so that pages are stable.
-func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server) int, error) {
+func serverOrder(c echo.Context, q url.Values, admin bool) (serverOrdering, error) {
 	keys, dirs := q["sort_key"], q["sort_dir"]
 	if len(keys) == 0 {
 		keys = []string{"created_at"}
@@ -256,7 +302,8 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server
 		}
 	}
 	type order struct {
-		get  func(fsm.Server) string
+		key  string
+		cmp  serverCmp
 		desc bool
 	}
 	var orders []order
@@ -268,32 +315,44 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server
 			dir = keptDirs[0]
 		}
 		if dir != "asc" && dir != "desc" {
-			return nil, core.BadRequest("Unknown sort direction, must be one of: asc, desc")
+			return serverOrdering{}, core.BadRequest("Unknown sort direction, must be one of: asc, desc")
 		}
 		get, known := sortKeys[k]
 		switch {
 		case k == "locked" && mvAtLeast(c, 2, 73):
-			get = func(v fsm.Server) string { return fmt.Sprint(v.Locked) }
+			get = byText(func(v *fsm.Server) string { return fmt.Sprint(v.Locked) })
 		case !known:
-			return nil, core.BadRequest("Invalid input for query parameters sort_key. Value: %s. '%s' is not one of the sort keys of servers", k, k)
+			return serverOrdering{}, core.BadRequest("Invalid input for query parameters sort_key. Value: %s. '%s' is not one of the sort keys of servers", k, k)
 		case (k == "host" || k == "node") && !admin:
-			return nil, fmt.Errorf("%w: Only administrators can sort servers by %s", core.ErrForbidden, k)
+			return serverOrdering{}, fmt.Errorf("%w: Only administrators can sort servers by %s", core.ErrForbidden, k)
 		case get == nil:
 			continue
 		}
-		orders = append(orders, order{get: get, desc: dir == "desc"})
+		orders = append(orders, order{key: k, cmp: get, desc: dir == "desc"})
 	}
 	// Nova's defaults come last: created_at and the id, in the first
 	// direction given (desc when none is); the servers of one request
 	// in their launch order, as Nova's ids grow.
 	desc := len(keptDirs) == 0 || keptDirs[0] == "desc"
 	if !slices.Contains(kept, "created_at") {
-		orders = append(orders, order{get: sortKeys["created_at"], desc: desc})
+		orders = append(orders, order{key: "created_at", cmp: sortKeys["created_at"], desc: desc})
 	}
-	orders = append(orders, order{get: sortKeys["launch_index"], desc: desc}, order{get: sortKeys["uuid"], desc: desc})
-	return func(a, b fsm.Server) int {
+	orders = append(orders, order{key: "launch_index", cmp: sortKeys["launch_index"], desc: desc},
+		order{key: "uuid", cmp: sortKeys["uuid"], desc: desc})
+	// A key after the same key compares nothing: without them, is the
+	// order the index's?
+	var used []string
+	index := true
+	for _, o := range orders {
+		if !slices.Contains(used, o.key) {
+			used = append(used, o.key)
+			index = index && o.desc == orders[0].desc
+		}
+	}
+	index = index && slices.Equal(used, []string{"created_at", "launch_index", "uuid"})
+	cmpAll := func(a, b *fsm.Server) int {
 		for _, o := range orders {
-			if n := cmp.Compare(o.get(a), o.get(b)); n != 0 {
+			if n := o.cmp(a, b); n != 0 {
 				if o.desc {
 					return -n
 				}
@@ -301,5 +360,6 @@ func serverOrder(c echo.Context, q url.Values, admin bool) (func(a, b fsm.Server
 			}
 		}
 		return 0
-	}, nil
+	}
+	return serverOrdering{cmp: cmpAll, index: index, desc: orders[0].desc}, nil
 }

@@ -168,7 +168,7 @@ func (h *Handlers) usagesFor(c echo.Context, project string, start, stop, now ti
 		return nil, false, err
 	}
 	var all []serverUsage
-	for _, v := range h.st.Store().Servers() {
+	for _, v := range h.st.Store().ServersEndedAfter(start) {
 		if v.Host == "" || project != "" && v.Project() != project {
 			continue
 		}

@@ -269,10 +269,7 @@ func (r *Reaper) findUserPorts(ctx context.Context, store *fsm.Store, now time.T
 	settled := maps.Clone(r.settled)
 	r.mu.Unlock()
 	deleted := map[string]bool{}
-	for _, srv := range store.Servers() {
-		if srv.Live() {
-			continue
-		}
+	for _, srv := range store.DeletedServers() {
 		deleted[srv.ID] = true
 		net := store.ServerNet(srv.ID)
 		ids := userPorts(srv, net)
