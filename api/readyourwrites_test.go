@@ -86,7 +86,7 @@ func TestFollowerWriteIsSeenAtEveryConsistency(t *testing.T) {
 	}
 
 	// A write that says neither true nor false is refused and changes nothing.
-	for _, v := range []string{"yes please", ""} {
+	for _, v := range []string{"yes please", "", "1", "t"} {
 		r := do(t, fts, http.MethodPost, computeBase+"/flavors", adminToken,
 			`{"flavor": {"id": "ryw-bad", "name": "ryw-bad", "ram": 1, "vcpus": 1, "disk": 1}}`, map[string]string{core.ReadYourWritesHeader: v})
 		if r.code != http.StatusBadRequest || !strings.Contains(string(r.body), core.ReadYourWritesHeader+" must be true or false") {

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -76,11 +75,14 @@ func readYourWrites(c echo.Context) (bool, error) {
 	if len(v) == 0 {
 		return false, nil
 	}
-	b, err := strconv.ParseBool(strings.TrimSpace(v[0]))
-	if err != nil || len(v) > 1 {
-		return false, BadRequest("%s must be true or false (got %q)", ReadYourWritesHeader, strings.Join(v, ", "))
+	switch s := strings.TrimSpace(v[0]); {
+	case len(v) > 1:
+	case strings.EqualFold(s, "true"):
+		return true, nil
+	case strings.EqualFold(s, "false"):
+		return false, nil
 	}
-	return b, nil
+	return false, BadRequest("%s must be true or false (got %q)", ReadYourWritesHeader, strings.Join(v, ", "))
 }
 
 // Propose commits cmd with the request id attached and a bounded time. It
