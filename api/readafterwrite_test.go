@@ -167,7 +167,9 @@ func serveLagging(t *testing.T, l *laggingCluster, images bool) *httptest.Server
 // what it left in the replica of the peer that took it is answered once
 // that peer has applied it, and then answers the same as on a peer that
 // applies every write at once; a creation answered from the request
-// itself, and a deletion, do not wait for this peer.
+// itself, and a deletion, do not wait for this peer. Writes sent one
+// after the other through a peer whose replica lags them all (each
+// checking what the ones before it left) are answered the same too.
 func TestWritesAnsweredFromTheReplicaWaitForIt(t *testing.T) {
 	const node1, node2 = "6fae68da-108b-4a9d-87c4-000000000001", "6fae68da-108b-4a9d-87c4-000000000002"
 	const inst = "a1b2c3d4-0000-4000-8000-000000000001"
@@ -210,9 +212,16 @@ func TestWritesAnsweredFromTheReplicaWaitForIt(t *testing.T) {
 		{"delete key pair", http.MethodDelete, computeBase + "/os-keypairs/k", ``, nil, 202, false, false},
 		{"delete server", http.MethodDelete, server, ``, nil, 204, false, false},
 	}
-	answers := map[bool][]response{}
-	for _, eager := range []bool{true, false} {
-		l := newLaggingCluster(eager)
+	// Three peers take the same writes: one that applies each at once, as
+	// a leader; one whose replica lags each write until it catches up
+	// before the next; one whose replica lags all along, so that each
+	// write's own checks read a replica behind the writes it already
+	// answered, as a client's writes one after the other through one
+	// follower do.
+	const eager, lagging, chained = "applies at once", "lags each write", "lags all writes"
+	answers := map[string][]response{}
+	for _, mode := range []string{eager, lagging, chained} {
+		l := newLaggingCluster(mode == eager)
 		ts := serveLagging(t, l, false)
 		for _, h := range []string{"h1", "h2"} {
 			l.propose(t, &fsm.RegisterHost{Name: h, Kind: fsm.KindIronic})
@@ -226,28 +235,32 @@ func TestWritesAnsweredFromTheReplicaWaitForIt(t *testing.T) {
 		services := do(t, ts, http.MethodGet, computeBase+"/os-services?host=h1", adminToken, "", mv("2.53"))
 		service, _ := get(t, services.json(t), "services", 0, "id").(string)
 		for _, w := range writes {
-			l.catchUp()
+			if mode == lagging {
+				l.catchUp()
+			}
 			other := "h1"
-			if v, err := l.local.Server(inst); err == nil && v.Host == "h1" {
+			if v, err := l.leader.Server(inst); err == nil && v.Host == "h1" {
 				other = "h2"
 			}
 			r := do(t, ts, w.method, strings.Replace(w.path, "SERVICE", service, 1), adminToken, strings.Replace(w.body, "OTHER", other, 1), w.hdr)
 			if r.code != w.code {
-				t.Fatalf("%s (eager %t): %s, want %d", w.name, eager, r, w.code)
+				t.Fatalf("%s (peer that %s): %s, want %d", w.name, mode, r, w.code)
 			}
-			if !eager && l.lags() == w.waits {
+			if mode == lagging && l.lags() == w.waits {
 				t.Errorf("%s: answered with this peer's replica behind the leader: %t, want %t", w.name, l.lags(), !w.waits)
 			}
 			r.body = []byte(strings.ReplaceAll(string(r.body), ts.URL, "http://corral")) // links name the server
-			answers[eager] = append(answers[eager], r)
+			answers[mode] = append(answers[mode], r)
 		}
 	}
 	for i, w := range writes {
 		if w.drawn {
 			continue
 		}
-		if got, want := string(answers[false][i].body), string(answers[true][i].body); got != want {
-			t.Errorf("%s on a lagging peer answered\n%s\nwhere a peer that applied it answers\n%s", w.name, got, want)
+		for _, mode := range []string{lagging, chained} {
+			if got, want := string(answers[mode][i].body), string(answers[eager][i].body); got != want {
+				t.Errorf("%s on a peer that %s answered\n%s\nwhere a peer that applied it answers\n%s", w.name, mode, got, want)
+			}
 		}
 	}
 }
