@@ -74,9 +74,8 @@ func start(t *testing.T, nodes int) *fixture {
 	svc := env.Login(t, realneutron.Service)
 	f.ir = e2e.KeystoneIronic(t, ironicURL, svc.Provider, "nt")
 	class := f.ir.Class("gold")
-	took := time.Now()
-	f.nics = f.ir.EnrollNetworkNodes(t, nodes, class, "flat", env.Physnet(), env.AgentHosts())
-	t.Logf("enrolled %d flat nodes with a NIC each in %s", nodes, time.Since(took).Round(time.Millisecond))
+	// The nodes enroll while the agents build and start.
+	enrolled := f.ir.StartEnrollNetworkNodes(t, nodes, class, "flat", env.Physnet(), env.AgentHosts())
 
 	for i := range hosts {
 		f.proxies = append(f.proxies, newProxy(t, fmt.Sprintf("peer%d", i+1), env.NeutronURL()))
@@ -97,7 +96,7 @@ func start(t *testing.T, nodes int) *fixture {
 	for _, kv := range auth {
 		agentEnv = append(agentEnv, "CORRAL_KEYSTONE_AUTHTOKEN_"+kv, "CORRAL_IRONIC_"+kv, "CORRAL_NEUTRON_"+kv)
 	}
-	took = time.Now()
+	took := time.Now()
 	f.c = e2e.StartWith(t, hosts, e2e.Options{BaseIP: baseIP, Env: agentEnv}, func(i int, a *e2e.Agent) {
 		a.Env = append(a.Env, "CORRAL_NEUTRON_ENDPOINT_OVERRIDE="+f.proxies[i].URL())
 	})
@@ -107,7 +106,6 @@ func start(t *testing.T, nodes int) *fixture {
 			t.Fatalf("agent %s exited during start-up (see its log in %s)", a.Name, f.c.Dir)
 		}
 	}
-	f.awaitNodes(t)
 	f.flavor = e2e.BareMetalFlavor(t, f.c.Agents[0], class+"-bm", class)
 	// A boot is checked against the flavor in the receiving peer's replica.
 	testkit.Eventually(t, 30*time.Second, func() error {
@@ -122,6 +120,8 @@ func start(t *testing.T, nodes int) *fixture {
 		}
 		return nil
 	})
+	f.nics = enrolled()
+	f.awaitNodes(t)
 	t.Logf("%d agents up, %d nodes mirrored, flavor on every replica in %s", hosts, nodes, time.Since(took).Round(time.Millisecond))
 	return f
 }
