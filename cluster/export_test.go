@@ -53,3 +53,7 @@ func (n *Node) ObserveVotes() (votes func() []raft.RequestVoteRequest, stop func
 func (n *Node) TransferLeadership(to, addr string) error {
 	return n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(addr)).Error()
 }
+
+// ForgetReady makes a leader behave as one that has not yet committed an
+// entry of its term (until its next term).
+func (n *Node) ForgetReady() { n.readyTerm.Store(0) }
