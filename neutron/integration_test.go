@@ -1,89 +1,22 @@
 package neutron
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/provider"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+
+	"github.com/corral-dev/corral/testkit/realneutron"
 )
-
-// realEnv reads NEUTRON_ENV (scripts/neutron-up.sh) and OPENSTACK_ENV
-// (scripts/openstack-up.sh). Without NEUTRON_ENV it says so loudly and
-// skips: the client is then tested against the fake only.
-func realEnv(t *testing.T) map[string]string {
-	t.Helper()
-	nf := os.Getenv("NEUTRON_ENV")
-	if nf == "" {
-		const loud = "NEUTRON_ENV IS NOT SET: THE NEUTRON CLIENT IS NOT TESTED AGAINST A REAL NEUTRON " +
-			"(export NEUTRON_ENV=$(scripts/neutron-up.sh) and OPENSTACK_ENV=$(scripts/openstack-up.sh), as CI does)"
-		fmt.Fprintln(os.Stderr, "neutron: "+loud)
-		t.Log(loud)
-		t.Skip(loud)
-	}
-	of := os.Getenv("OPENSTACK_ENV")
-	if of == "" {
-		t.Fatal("NEUTRON_ENV is set but OPENSTACK_ENV (the env file of scripts/openstack-up.sh) is not")
-	}
-	env := map[string]string{}
-	for _, path := range []string{of, nf} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-				env[k] = v
-			}
-		}
-		_ = f.Close()
-	}
-	for _, k := range []string{"OS_AUTH_URL", "CORRAL_SERVICE_USERNAME", "ALICE_USERNAME", "BOB_USERNAME",
-		"NEUTRON_URL", "NEUTRON_PROVIDER_NETWORK_ID", "NEUTRON_PROVIDER_SUBNET_ID"} {
-		if env[k] == "" {
-			t.Fatalf("%s is not in OPENSTACK_ENV/NEUTRON_ENV", k)
-		}
-	}
-	return env
-}
-
-// login authenticates a Keystone user, as a user's own client would.
-func login(t *testing.T, env map[string]string, user, password, project string) (*gophercloud.ProviderClient, string) {
-	t.Helper()
-	pc, err := openstack.NewClient(env["OS_AUTH_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc.HTTPClient = http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	err = openstack.Authenticate(context.Background(), pc, gophercloud.AuthOptions{IdentityEndpoint: env["OS_AUTH_URL"],
-		Username: user, Password: password, DomainName: "Default",
-		Scope: &gophercloud.AuthScope{ProjectName: project, DomainName: "Default"}})
-	if err != nil {
-		t.Fatalf("login %s: %v", user, err)
-	}
-	cr, ok := pc.GetAuthResult().(tokens.CreateResult)
-	if !ok {
-		t.Fatalf("login %s: not a Keystone v3 token", user)
-	}
-	p, err := cr.ExtractProject()
-	if err != nil || p == nil {
-		t.Fatalf("login %s: project of the token: %v", user, err)
-	}
-	return pc, p.ID
-}
 
 func randomMAC(t *testing.T) string {
 	b := make([]byte, 3)
@@ -94,17 +27,18 @@ func randomMAC(t *testing.T) string {
 }
 
 func TestRealNeutron(t *testing.T) {
-	env := realEnv(t)
+	env := realneutron.Load(t, "the Neutron client")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	svc := Options{AuthType: AuthPassword, AuthURL: env["OS_AUTH_URL"], Username: env["CORRAL_SERVICE_USERNAME"],
-		Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"], RegionName: "RegionOne",
+	sv := env.User(realneutron.Service)
+	svc := Options{AuthType: AuthPassword, AuthURL: env.AuthURL(), Username: sv.Username,
+		Password: sv.Password, ProjectName: sv.Project, RegionName: env.Region(),
 		ValidInterfaces: "public"}
 	c := mustNew(t, svc)
 	if err := c.Check(ctx); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	if got, want := c.Endpoint(), strings.TrimRight(env["NEUTRON_URL"], "/"); got != want {
+	if got, want := c.Endpoint(), env.NeutronURL(); got != want {
 		t.Errorf("endpoint from the catalog %s, want %s", got, want)
 	}
 	bad := svc
@@ -113,36 +47,34 @@ func TestRealNeutron(t *testing.T) {
 		t.Errorf("Check with a wrong password = %v, want ErrUnauthorized", err)
 	}
 
-	alicePC, alice := login(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
-	bobPC, bob := login(t, env, env["BOB_USERNAME"], env["BOB_PASSWORD"], env["BOB_PROJECT"])
-	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
+	aliceS, bobS := env.Login(t, realneutron.Alice), env.Login(t, realneutron.Bob)
+	alice, bob := aliceS.ProjectID, bobS.ProjectID
+	prov := env.Provider()
+	provNet := prov.NetworkID
 
 	// The shared provider network, and a network of bob's project only.
 	n, err := c.Network(ctx, provNet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !n.Shared || n.NetworkType != "flat" || n.PhysicalNetwork != env["NEUTRON_PHYSNET"] || len(n.Subnets) == 0 {
+	if !n.Shared || n.NetworkType != "flat" || n.PhysicalNetwork != env.Physnet() || len(n.Subnets) == 0 {
 		t.Errorf("provider network %+v", n)
 	}
-	sub, err := c.Subnet(ctx, env["NEUTRON_PROVIDER_SUBNET_ID"])
-	if err != nil || sub.CIDR != env["NEUTRON_PROVIDER_CIDR"] || sub.NetworkID != provNet {
+	sub, err := c.Subnet(ctx, prov.SubnetID)
+	if err != nil || sub.CIDR != prov.CIDR || sub.NetworkID != provNet {
 		t.Fatalf("provider subnet %+v, %v", sub, err)
 	}
-	admin, _ := login(t, env, env["OS_USERNAME"], env["OS_PASSWORD"], env["OS_PROJECT_NAME"])
-	asc, err := openstack.NewNetworkV2(admin, gophercloud.EndpointOpts{Region: "RegionOne", Availability: gophercloud.AvailabilityPublic})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := env.Login(t, realneutron.Admin)
+	asc := admin.Network
 	seg := 100 + int(randomMAC(t)[15]%90)
 	var bobNet Network
 	err = networks.Create(ctx, asc, provider.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: "bob-private-" + t.Name(),
-		ProjectID: bob}, Segments: []provider.Segment{{NetworkType: "vlan", PhysicalNetwork: env["NEUTRON_PHYSNET"],
+		ProjectID: bob}, Segments: []provider.Segment{{NetworkType: "vlan", PhysicalNetwork: env.Physnet(),
 		SegmentationID: seg}}}).ExtractIntoStructPtr(&bobNet, "network")
 	if err != nil {
 		t.Fatalf("creating bob's network (VLAN %d): %v", seg, err)
 	}
-	t.Cleanup(func() { _ = networks.Delete(context.Background(), asc, bobNet.ID).ExtractErr() })
+	admin.DeleteNetworkOnCleanup(t, bobNet.ID)
 	for _, tc := range []struct {
 		project string
 		want    map[string]bool
@@ -173,7 +105,7 @@ func TestRealNeutron(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create port: %v", err)
 	}
-	t.Cleanup(func() { _ = c.DeletePort(context.Background(), p.ID) })
+	admin.DeletePortOnCleanup(t, p.ID)
 	if p.ProjectID != alice || p.DeviceID != server || p.HostID != node || p.VNICType != VNICBaremetal ||
 		p.MACAddress != mac || p.Description != CreatedByCorral || len(p.FixedIPs) != 1 || p.FixedIPs[0].IPAddress != ip {
 		t.Errorf("port %+v", p)
@@ -182,10 +114,10 @@ func TestRealNeutron(t *testing.T) {
 		t.Errorf("vif_type %q: with a host, the port is bound or binding_failed", p.VIFType)
 	}
 	// Alice sees her port with her own token; bob does not.
-	if _, err := ports.Get(ctx, networkClient(t, alicePC), p.ID).Extract(); err != nil {
+	if _, err := ports.Get(ctx, aliceS.Network, p.ID).Extract(); err != nil {
 		t.Errorf("alice reading her port: %v", err)
 	}
-	if _, err := ports.Get(ctx, networkClient(t, bobPC), p.ID).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	if _, err := ports.Get(ctx, bobS.Network, p.ID).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		t.Errorf("bob reading alice's port = %v, want 404", err)
 	}
 	// The MAC and the address are taken on that network.
@@ -238,13 +170,4 @@ func TestRealNeutron(t *testing.T) {
 	if _, err := c.Port(ctx, p.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("show of a deleted port = %v, want ErrNotFound", err)
 	}
-}
-
-func networkClient(t *testing.T, pc *gophercloud.ProviderClient) *gophercloud.ServiceClient {
-	t.Helper()
-	sc, err := openstack.NewNetworkV2(pc, gophercloud.EndpointOpts{Region: "RegionOne", Availability: gophercloud.AvailabilityPublic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
 }

@@ -23,6 +23,10 @@ const (
 	VNICNormal    = "normal"    // a VM's virtual NIC on a hypervisor host
 )
 
+// VIFUnbound is the binding:vif_type of a port Neutron has tried no
+// binding for (no host, or a binding that failed before it was tried).
+const VIFUnbound = "unbound"
+
 // FixedIP is one address of a port.
 type FixedIP struct {
 	SubnetID  string `json:"subnet_id,omitempty"`

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+
+	"github.com/corral-dev/corral/testkit/realneutron"
 )
 
 // Security groups against the real Neutron, as corral's service user
@@ -16,19 +18,20 @@ import (
 // her project's default group; a port created in one group, its groups
 // replaced, emptied, and a port without groups given the default.
 func TestRealNeutronSecurityGroups(t *testing.T) {
-	env := realEnv(t)
+	env := realneutron.Load(t, "the Neutron client's security groups")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := mustNew(t, Options{AuthType: AuthPassword, AuthURL: env["OS_AUTH_URL"], Username: env["CORRAL_SERVICE_USERNAME"],
-		Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"], RegionName: "RegionOne",
-		ValidInterfaces: "public"})
-	alicePC, alice := login(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	sv := env.User(realneutron.Service)
+	c := mustNew(t, Options{AuthType: AuthPassword, AuthURL: env.AuthURL(), Username: sv.Username,
+		Password: sv.Password, ProjectName: sv.Project, RegionName: env.Region(), ValidInterfaces: "public"})
+	aliceS := env.Login(t, realneutron.Alice)
+	alice := aliceS.ProjectID
 	name := "corral-test-" + randomMAC(t)[9:]
-	mine, err := groups.Create(ctx, networkClient(t, alicePC), groups.CreateOpts{Name: name, Description: "web"}).Extract()
+	mine, err := groups.Create(ctx, aliceS.Network, groups.CreateOpts{Name: name, Description: "web"}).Extract()
 	if err != nil {
 		t.Fatalf("alice creating a security group: %v", err)
 	}
-	t.Cleanup(func() { _ = groups.Delete(context.Background(), networkClient(t, alicePC), mine.ID).ExtractErr() })
+	t.Cleanup(func() { _ = groups.Delete(context.Background(), aliceS.Network, mine.ID).ExtractErr() })
 
 	byName, err := c.SecurityGroups(ctx, SecurityGroupFilter{ProjectID: alice, Name: name})
 	if err != nil || len(byName) != 1 || byName[0].ID != mine.ID || byName[0].ProjectID != alice || byName[0].Description != "web" {
@@ -55,7 +58,7 @@ func TestRealNeutronSecurityGroups(t *testing.T) {
 		t.Errorf("an unfiltered listing = %v, want ErrInvalid", err)
 	}
 
-	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
+	provNet := env.Provider().NetworkID
 	p, err := c.CreatePort(ctx, PortCreate{NetworkID: provNet, ProjectID: alice, Description: CreatedByCorral, SecurityGroups: []string{mine.ID}})
 	if err != nil {
 		t.Fatalf("create port in a group: %v", err)

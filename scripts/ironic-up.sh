@@ -15,7 +15,12 @@
 #   IRONIC_NO_INSTALL=1   never apt-get install python3-ironic
 #   IRONIC_DEBUG=1        debug logging in ironic.log
 #   IRONIC_EXTRA_CONF     text appended to ironic.conf, e.g. $'[fake]\ndeploy_delay = 2'
-#                         (takes effect on a (re)start only, e.g. with IRONIC_FRESH=1)
+#   IRONIC_NETWORK_INTERFACES  [DEFAULT] enabled_network_interfaces (default noop; the default
+#                         network interface stays noop). flat and neutron need a [neutron] section
+#                         in IRONIC_EXTRA_CONF (scripts/openstack-up.sh writes one with
+#                         OPENSTACK_IRONIC_NEUTRON=1)
+#                         A running Ironic started with another IRONIC_EXTRA_CONF or
+#                         IRONIC_NETWORK_INTERFACES is restarted.
 #   IRONIC_AUTH           noauth (default) or keystone: [DEFAULT] auth_strategy; a running Ironic
 #                         started with other auth settings is restarted
 #   with IRONIC_AUTH=keystone ([keystone_authtoken], password auth, interface public):
@@ -33,6 +38,7 @@ IRONIC_START_TIMEOUT=${IRONIC_START_TIMEOUT:-60}
 IRONIC_NO_INSTALL=${IRONIC_NO_INSTALL:-0}
 IRONIC_DEBUG=${IRONIC_DEBUG:-0}
 IRONIC_EXTRA_CONF=${IRONIC_EXTRA_CONF:-}
+IRONIC_NETWORK_INTERFACES=${IRONIC_NETWORK_INTERFACES:-noop}
 IRONIC_AUTH=${IRONIC_AUTH:-noauth}
 IRONIC_KEYSTONE_URL=${IRONIC_KEYSTONE_URL:-}
 IRONIC_KEYSTONE_USERNAME=${IRONIC_KEYSTONE_USERNAME:-ironic}
@@ -97,6 +103,11 @@ auth_settings() {
 		echo "keystone=$IRONIC_KEYSTONE_URL user=$IRONIC_KEYSTONE_USERNAME project=$IRONIC_KEYSTONE_PROJECT"
 		echo "password_sha256=$(printf %s "$IRONIC_KEYSTONE_PASSWORD" | sha256sum | cut -d' ' -f1)"
 	fi
+	# Recorded only when they differ from the defaults, so that an Ironic started before they were
+	# recorded is reused as it is.
+	if [[ $IRONIC_NETWORK_INTERFACES != noop || -n $IRONIC_EXTRA_CONF ]]; then
+		echo "network_interfaces=$IRONIC_NETWORK_INTERFACES extra_conf_sha256=$(printf %s "$IRONIC_EXTRA_CONF" | sha256sum | cut -d' ' -f1)"
+	fi
 }
 
 # running_auth_settings: those of the running Ironic (one started without this record: noauth).
@@ -152,7 +163,7 @@ enabled_console_interfaces = fake,no-console
 enabled_deploy_interfaces = fake
 enabled_inspect_interfaces = fake,no-inspect
 enabled_management_interfaces = fake
-enabled_network_interfaces = noop
+enabled_network_interfaces = $IRONIC_NETWORK_INTERFACES
 enabled_power_interfaces = fake
 enabled_raid_interfaces = fake,no-raid
 enabled_rescue_interfaces = fake,no-rescue
@@ -237,7 +248,7 @@ fi
 
 if pid=$(our_pid); then
 	if [[ $(running_auth_settings) != "$(auth_settings)" ]]; then
-		log "process $pid runs with other auth settings ($(running_auth_settings | head -n 1)); restarting it"
+		log "process $pid runs with other settings ($(running_auth_settings | tr '\n' ' ')); restarting it"
 		IRONIC_DIR=$IRONIC_DIR "$SCRIPTS_DIR/ironic-down.sh" >&2 || true
 	elif api_answers; then
 		write_env "$pid"

@@ -19,7 +19,8 @@
 # stdout: exactly one line, the path of $NEUTRON_DIR/neutron.env (KEY=VALUE lines: NEUTRON_URL,
 # NEUTRON_PID, NEUTRON_DIR, NEUTRON_AUTH, NEUTRON_KEYSTONE_URL, NEUTRON_REGION, NEUTRON_PHYSNET,
 # NEUTRON_PROVIDER_NETWORK(_ID), NEUTRON_PROVIDER_SUBNET_ID, NEUTRON_PROVIDER_CIDR, NEUTRON_NOTIFY_NOVA (0 or 1,
-# as the running instance was started), NEUTRON_OPENSTACK_ENV (with Keystone: the OPENSTACK_ENV used); load with
+# as the running instance was started), NEUTRON_OPENSTACK_ENV (with Keystone: the OPENSTACK_ENV used),
+# NEUTRON_BAREMETAL_AGENT_HOSTS (this run's, comma-separated); load with
 # `set -a; . FILE; set +a`). Everything else goes to stderr. Idempotent: while up it only checks the
 # registration and the provider network again, (re)writes the agent rows and prints the path again.
 #
@@ -50,21 +51,21 @@
 #   NEUTRON_PROVIDER_CIDR=192.0.2.0/24  its subnet (provider-v4; DHCP off: nothing would serve it)
 #   NEUTRON_DB_URL                    SQLAlchemy URL (default sqlite:///$NEUTRON_DIR/neutron.sqlite)
 #   NEUTRON_API_POOL                  requests the API serves at once ([DEFAULT] wsgi_default_pool_size):
-#                                     1 with SQLite (default; each connection then closed after its answer,
-#                                     wsgi_keep_alive = false, or one idle client would hold the API),
-#                                     100 (Neutron's default, keep-alive on) otherwise. SQLite takes one
-#                                     writer; under eventlet a second write waits for it with the whole process
-#                                     blocked (the first cannot finish) for SQLite's 5 s busy timeout, then
-#                                     fails with 500 "database is locked". One at a time, nothing fails
+#                                     1 with SQLite (default), 100 (Neutron's default) otherwise. SQLite takes
+#                                     one writer; under eventlet a second write waits for it with the whole
+#                                     process blocked (the first cannot finish) for SQLite's 5 s busy timeout,
+#                                     then fails with 500 "database is locked". One at a time, nothing fails
 #   NEUTRON_MECHANISM_DRIVERS=baremetal  ML2 mechanism drivers
 #   NEUTRON_VLAN_RANGES=$NEUTRON_PHYSNET:100:199  [ml2_type_vlan] network_vlan_ranges
 #   NEUTRON_TENANT_NETWORK_TYPES=     '' (only admins make networks) or vlan
 #   NEUTRON_NOTIFY_NOVA=0             1: Neutron posts port events to the catalog's compute endpoint
 #                                     (POST /os-server-external-events), as it does for Nova
-#   NEUTRON_BAREMETAL_AGENT_HOSTS     space-separated Ironic node UUIDs: a live "Baremetal Node" agent row
-#                                     for each, so that the baremetal driver binds their ports (vif_type
-#                                     other, ACTIVE); physnets NEUTRON_BAREMETAL_AGENT_PHYSNETS (default
-#                                     $NEUTRON_PHYSNET); sets agent_down_time to a year at (re)start
+#   NEUTRON_BAREMETAL_AGENT_HOSTS     Ironic node UUIDs, separated by spaces or commas: a live "Baremetal
+#                                     Node" agent row for each, so that the baremetal driver binds their
+#                                     ports (vif_type other, ACTIVE) at the first attempt instead of failing
+#                                     ten; physnets NEUTRON_BAREMETAL_AGENT_PHYSNETS (default
+#                                     $NEUTRON_PHYSNET); sets agent_down_time to a year at (re)start. Tests
+#                                     enroll their nodes with these UUIDs (testkit/realneutron AgentHosts)
 #   NEUTRON_FRESH=1                   stop a running instance and wipe the SQLite database first
 #   NEUTRON_START_TIMEOUT=90          seconds to wait for the API
 #   NEUTRON_DEBUG=1                   debug logging in log/neutron-server.log
@@ -105,8 +106,6 @@ NEUTRON_DB_URL=${NEUTRON_DB_URL:-sqlite:///$NEUTRON_DIR/neutron.sqlite}
 api_pool=100
 [[ $NEUTRON_DB_URL == sqlite* ]] && api_pool=1
 NEUTRON_API_POOL=${NEUTRON_API_POOL:-$api_pool}
-keep_alive=true
-[[ $NEUTRON_API_POOL == 1 ]] && keep_alive=false
 [[ $NEUTRON_API_POOL =~ ^[1-9][0-9]*$ ]] || { echo "neutron-up: NEUTRON_API_POOL=$NEUTRON_API_POOL is not a positive number" >&2; exit 1; }
 URL="http://${NEUTRON_HOST}:${NEUTRON_PORT}"
 CONF="$NEUTRON_DIR/neutron.conf"
@@ -137,6 +136,8 @@ envval() { sed -n "s/^$1=//p" "$OPENSTACK_ENV" | tail -n 1; }
 for v in NEUTRON_KEYSTONE_PASSWORD NEUTRON_PROVIDER_CIDR NEUTRON_PHYSNET NEUTRON_REGION; do
 	[[ ${!v} =~ ^[A-Za-z0-9._:/@%+=,-]+$ ]] || die "$v holds characters that need quoting; use [A-Za-z0-9._:/@%+=,-]"
 done
+[[ $NEUTRON_BAREMETAL_AGENT_HOSTS =~ ^[A-Za-z0-9._:,\ -]*$ ]] ||
+	die "NEUTRON_BAREMETAL_AGENT_HOSTS holds characters that are no host's; use [A-Za-z0-9._:-], spaces or commas"
 NEUTRON_KEYSTONE_URL=
 case $NEUTRON_AUTH in
 keystone)
@@ -268,7 +269,7 @@ now = datetime.datetime.utcnow().replace(microsecond=0)
 conf = json.dumps({"bridge_mappings": {p: "yes" for p in os.environ["PHYSNETS"].replace(",", " ").split()},
                    "log_agent_heartbeats": False})
 with eng.begin() as c:
-    for host in os.environ["HOSTS"].split():
+    for host in os.environ["HOSTS"].replace(",", " ").split():
         n = c.execute(sa.text("UPDATE agents SET heartbeat_timestamp=:now, configurations=:conf, admin_state_up=1 "
                               "WHERE agent_type='Baremetal Node' AND host=:host"),
                       {"now": now, "conf": conf, "host": host}).rowcount
@@ -278,7 +279,7 @@ with eng.begin() as c:
                               "'ironic-neutron-agent', 'N/A', :host, 1, :now, :now, :now, :conf, 0)"),
                       {"id": str(uuid.uuid4()), "host": host, "now": now, "conf": conf})
 EOF
-	say "live 'Baremetal Node' agent rows for: $NEUTRON_BAREMETAL_AGENT_HOSTS"
+	say "live 'Baremetal Node' agent rows for $(echo $NEUTRON_BAREMETAL_AGENT_HOSTS | tr ',' ' ' | wc -w) hosts"
 }
 
 # ---------------------------------------------------------------- 4. already running?
@@ -397,10 +398,14 @@ transport_url = fake:/
 api_workers = 0
 # requests served at once (NEUTRON_API_POOL; 1 with SQLite: the header says why)
 wsgi_default_pool_size = $NEUTRON_API_POOL
-wsgi_keep_alive = $keep_alive
 rpc_workers = 0
 rpc_state_report_workers = 0
 agent_down_time = $agent_down_time
+# Every answer closes its connection. The API serves at most wsgi_default_pool_size
+# connections at once, and an idle kept-alive one holds its place for client_socket_timeout
+# (900 s): clients that open a connection per request and leave it open (Ironic's Neutron calls
+# with a caller's token do) filled it within minutes, and Neutron then stopped accepting.
+wsgi_keep_alive = false
 notify_nova_on_port_status_changes = $notify
 notify_nova_on_port_data_changes = $notify
 
@@ -565,6 +570,8 @@ pid=$(cat "$PIDFILE")
 	printf 'NEUTRON_KEYSTONE_URL=%s\nNEUTRON_REGION=%s\nNEUTRON_PHYSNET=%s\n' "$NEUTRON_KEYSTONE_URL" "$NEUTRON_REGION" "$NEUTRON_PHYSNET"
 	printf 'NEUTRON_PROVIDER_NETWORK=%s\nNEUTRON_PROVIDER_NETWORK_ID=%s\n' "$NEUTRON_PROVIDER_NETWORK" "$net_id"
 	printf 'NEUTRON_PROVIDER_SUBNET_ID=%s\nNEUTRON_PROVIDER_CIDR=%s\n' "$subnet_id" "$NEUTRON_PROVIDER_CIDR"
+	hosts=$(echo $NEUTRON_BAREMETAL_AGENT_HOSTS | tr ', ' '\n\n' | sed '/^$/d' | paste -sd, -)
+	printf 'NEUTRON_BAREMETAL_AGENT_HOSTS=%s\n' "$hosts"
 	# What the running instance was started with (not this run's knob).
 	notifying=0
 	grep -q '^notify_nova_on_port_data_changes = true' "$CONF" && notifying=1

@@ -40,6 +40,14 @@
 #   KEYSTONE_PORT            Keystone's port (default 5000)
 #   OPENSTACK_IRONIC_PORT    Ironic's port (default 6386, beside a noauth Ironic on 6385)
 #   OPENSTACK_IRONIC_EXTRA_CONF  passed to ironic-up.sh as IRONIC_EXTRA_CONF (other IRONIC_* are not passed)
+#   OPENSTACK_IRONIC_NEUTRON=1  Ironic's nodes may use Neutron: enabled_network_interfaces = noop,flat,neutron
+#                            (the default stays noop) and a [neutron] section: the ironic service user, the
+#                            catalog's network endpoint (RegionOne, public), cleaning_network and
+#                            provisioning_network = OPENSTACK_IRONIC_NEUTRON_NETWORK (default provider, the
+#                            shared network of scripts/neutron-up.sh). Ironic reads the catalog and the network
+#                            only when a node with flat or neutron is validated or gets a VIF, so Neutron may
+#                            be started after this script (neutron-up.sh needs this Keystone); openstack.env
+#                            then has OPENSTACK_IRONIC_NETWORK_INTERFACES and OPENSTACK_IRONIC_NEUTRON_NETWORK
 #   OPENSTACK_WITH_IRONIC=0  start no Ironic (the baremetal catalog entry is still written)
 #   OPENSTACK_WITH_GLANCE=0  start no Glance (and write no image catalog entry)
 #   GLANCE_PORT              Glance's port (default 9292)
@@ -65,6 +73,8 @@ OPENSTACK_HOST=${OPENSTACK_HOST:-127.0.0.1}
 KEYSTONE_PORT=${KEYSTONE_PORT:-5000}
 OPENSTACK_IRONIC_PORT=${OPENSTACK_IRONIC_PORT:-6386}
 OPENSTACK_IRONIC_EXTRA_CONF=${OPENSTACK_IRONIC_EXTRA_CONF:-}
+OPENSTACK_IRONIC_NEUTRON=${OPENSTACK_IRONIC_NEUTRON:-0}
+OPENSTACK_IRONIC_NEUTRON_NETWORK=${OPENSTACK_IRONIC_NEUTRON_NETWORK:-provider}
 OPENSTACK_WITH_IRONIC=${OPENSTACK_WITH_IRONIC:-1}
 OPENSTACK_WITH_GLANCE=${OPENSTACK_WITH_GLANCE:-1}
 GLANCE_PORT=${GLANCE_PORT:-9292}
@@ -106,7 +116,8 @@ started=$SECONDS
 die() { log "error: $*"; exit 1; }
 
 # Only sourced lines of KEY=VALUE go in openstack.env; refuse values that would need quoting.
-for v in OS_ADMIN_PASSWORD OPENSTACK_SERVICE_PASSWORD OPENSTACK_DEMO_PASSWORD CORRAL_COMPUTE_URL CORRAL_PLACEMENT_URL; do
+for v in OS_ADMIN_PASSWORD OPENSTACK_SERVICE_PASSWORD OPENSTACK_DEMO_PASSWORD CORRAL_COMPUTE_URL CORRAL_PLACEMENT_URL \
+	OPENSTACK_IRONIC_NEUTRON_NETWORK; do
 	[[ ${!v} =~ ^[A-Za-z0-9._:/@%+=,-]+$ ]] || die "$v holds characters that need quoting; use [A-Za-z0-9._:/@%+=,-]"
 done
 ((${#DBSOCK} < 100)) || die "OPENSTACK_DIR is too long for a unix socket path ($DBSOCK); choose a shorter one"
@@ -191,6 +202,19 @@ if [[ $OPENSTACK_WITH_GLANCE == 1 ]]; then
 	ironic_conf+=$'project_domain_name = Default\nvalid_interfaces = public\nregion_name = RegionOne\n'
 	ironic_conf+="endpoint_override = $GLANCE_URL"$'\n'
 fi
+ironic_network_interfaces=noop
+if [[ $OPENSTACK_IRONIC_NEUTRON == 1 ]]; then
+	# Neutron's endpoint from the catalog, as the ironic service user (GETs go out with the caller's
+	# token, updates with this user's); flat and neutron check that the cleaning network exists.
+	ironic_network_interfaces=noop,flat,neutron
+	ironic_conf+=$'\n[neutron]\nauth_type = password\n'"auth_url = $KEYSTONE_URL/v3"$'\nusername = ironic\n'
+	ironic_conf+="password = $OPENSTACK_SERVICE_PASSWORD"$'\nproject_name = service\nuser_domain_name = Default\n'
+	ironic_conf+=$'project_domain_name = Default\nvalid_interfaces = public\nregion_name = RegionOne\n'
+	ironic_conf+="cleaning_network = $OPENSTACK_IRONIC_NEUTRON_NETWORK"$'\n'
+	ironic_conf+="provisioning_network = $OPENSTACK_IRONIC_NEUTRON_NETWORK"$'\n'
+	# Without a timeout a Neutron call that never answers holds its node's lock for good.
+	ironic_conf+=$'timeout = 60\n'
+fi
 if [[ $OPENSTACK_WITH_IRONIC == 1 ]]; then
 	# Role baremetal_denied is refused node listings and nodes (scripts/ironic-policy.yaml).
 	mkdir -p "$OPENSTACK_DIR/ironic"
@@ -198,7 +222,7 @@ if [[ $OPENSTACK_WITH_IRONIC == 1 ]]; then
 	ironic_debug=0
 	[[ $OPENSTACK_DEBUG == 1 ]] && ironic_debug=1
 	IRONIC_DIR="$OPENSTACK_DIR/ironic" IRONIC_HOST=$OPENSTACK_HOST IRONIC_PORT=$OPENSTACK_IRONIC_PORT \
-		IRONIC_FRESH=0 IRONIC_EXTRA_CONF="$ironic_conf" \
+		IRONIC_FRESH=0 IRONIC_EXTRA_CONF="$ironic_conf" IRONIC_NETWORK_INTERFACES=$ironic_network_interfaces \
 		IRONIC_NO_INSTALL=$OPENSTACK_NO_INSTALL IRONIC_START_TIMEOUT=$OPENSTACK_START_TIMEOUT \
 		IRONIC_DEBUG=$ironic_debug IRONIC_AUTH=keystone IRONIC_KEYSTONE_URL="$KEYSTONE_URL/v3" \
 		IRONIC_KEYSTONE_USERNAME=ironic IRONIC_KEYSTONE_PASSWORD="$OPENSTACK_SERVICE_PASSWORD" \
@@ -646,6 +670,10 @@ tmp="$ENVFILE.tmp"
 		echo "OPENSTACK_IRONIC_URL=$IRONIC_URL"
 		echo "IRONIC_DIR=$OPENSTACK_DIR/ironic"
 		echo "IRONIC_PID=$(cat "$OPENSTACK_DIR/ironic/ironic.pid")"
+		echo "OPENSTACK_IRONIC_NETWORK_INTERFACES=$ironic_network_interfaces"
+		if [[ $OPENSTACK_IRONIC_NEUTRON == 1 ]]; then
+			echo "OPENSTACK_IRONIC_NEUTRON_NETWORK=$OPENSTACK_IRONIC_NEUTRON_NETWORK"
+		fi
 	fi
 	if [[ $OPENSTACK_WITH_GLANCE == 1 ]]; then
 		echo "GLANCE_URL=$GLANCE_URL"

@@ -1,12 +1,8 @@
 package vmrecord_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,37 +10,15 @@ import (
 
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/testkit/realneutron"
 )
 
-// realNeutron reads NEUTRON_ENV (scripts/neutron-up.sh) and OPENSTACK_ENV
-// (scripts/openstack-up.sh) and returns the env and corral's client of
-// that Neutron; without NEUTRON_ENV it says so loudly and skips.
+// realNeutron returns the env of the real Neutron (testkit/realneutron:
+// without NEUTRON_ENV the test skips loudly, or fails in CI) and corral's
+// client of that Neutron.
 func realNeutron(t *testing.T) (map[string]string, *neutron.Client) {
 	t.Helper()
-	nf, of := os.Getenv("NEUTRON_ENV"), os.Getenv("OPENSTACK_ENV")
-	if nf == "" {
-		const loud = "NEUTRON_ENV IS NOT SET: THE NEUTRON PORTS OF VMS ARE NOT TESTED AGAINST A REAL NEUTRON " +
-			"(export OPENSTACK_ENV=$(scripts/openstack-up.sh) and NEUTRON_ENV=$(scripts/neutron-up.sh))"
-		fmt.Fprintln(os.Stderr, "compute/vmrecord: "+loud)
-		t.Skip(loud)
-	}
-	if of == "" {
-		t.Fatal("NEUTRON_ENV is set but OPENSTACK_ENV (the env file of scripts/openstack-up.sh) is not")
-	}
-	env := map[string]string{}
-	for _, path := range []string{of, nf} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-				env[k] = v
-			}
-		}
-		_ = f.Close()
-	}
+	env := realneutron.Load(t, "the Neutron ports of VMs").All()
 	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env["OS_AUTH_URL"],
 		Username: env["CORRAL_SERVICE_USERNAME"], Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"],
 		RegionName: env["NEUTRON_REGION"], ValidInterfaces: "public"})

@@ -1,17 +1,18 @@
 // Package openstackcli drives corral only through Debian's `openstack`
 // CLI (python3-openstackclient), with password authentication against the
 // real control plane of scripts/openstack-up.sh: Keystone, Glance and a
-// Keystone-protected Ironic. After each command it reads Ironic's own
+// Keystone-protected Ironic, and, for TestOpenStackCLINeutron, the Neutron
+// of scripts/neutron-up.sh with that Ironic's nodes on its flat network
+// interface. After each command it reads Ironic's (and Neutron's) own
 // state to check that corral did what the CLI shows. The tests skip when
 // the control plane's env file is not exported (OS_AUTH_URL, GLANCE_URL,
-// OPENSTACK_IRONIC_URL) or the CLI is missing.
+// OPENSTACK_IRONIC_URL; NEUTRON_ENV for Neutron) or the CLI is missing,
+// loudly, and fail so in CI (testkit.Missing).
 package openstackcli
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -29,7 +30,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/corral-dev/corral/e2e"
-	"github.com/corral-dev/corral/ironic/contract"
 	"github.com/corral-dev/corral/testkit"
 )
 
@@ -50,12 +50,13 @@ func needCloud(t *testing.T) *cloud {
 	}
 	for _, k := range []string{"OS_AUTH_URL", "GLANCE_URL", "OPENSTACK_IRONIC_URL"} {
 		if os.Getenv(k) == "" {
-			t.Skipf("%s is not set: start the control plane with `OPENSTACK_DIR=/tmp/corral-openstack scripts/openstack-up.sh` "+
-				"and export the env file it prints (`set -a; . /tmp/corral-openstack/openstack.env; set +a`)", k)
+			testkit.Missing(t, k+" is not set: corral is not tested with the openstack CLI (start the control plane with "+
+				"`OPENSTACK_DIR=/tmp/corral-openstack scripts/openstack-up.sh` and export the env file it prints: "+
+				"`set -a; . /tmp/corral-openstack/openstack.env; set +a`)")
 		}
 	}
 	if _, err := exec.LookPath("openstack"); err != nil {
-		t.Skip("the openstack CLI is not installed (apt-get install python3-openstackclient)")
+		testkit.Missing(t, "the openstack CLI is not installed: corral is not tested with it (apt-get install python3-openstackclient)")
 	}
 	for _, k := range []string{"OS_USERNAME", "OS_PASSWORD", "OS_PROJECT_NAME", "CORRAL_SERVICE_USERNAME", "CORRAL_SERVICE_PASSWORD", "SERVICE_PROJECT"} {
 		if os.Getenv(k) == "" {
@@ -84,28 +85,28 @@ func (c *cloud) provider(user, pw, project string) *gophercloud.ProviderClient {
 // are undeployed and deleted when the test ends.
 func (c *cloud) enroll(n int) (class string, ids []string) {
 	c.t.Helper()
-	env, err := contract.NewEnv(c.env("OPENSTACK_IRONIC_URL"), true)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	pc := c.provider(c.env("CORRAL_SERVICE_USERNAME"), c.env("CORRAL_SERVICE_PASSWORD"), c.env("SERVICE_PROJECT"))
-	sc, err := openstack.NewBareMetalV1(pc, gophercloud.EndpointOpts{})
-	if err != nil {
-		c.t.Fatalf("baremetal endpoint in Keystone's catalog: %v", err)
-	}
-	sc.Microversion = contract.Microversion
-	env.Client = sc
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	env.Prefix = "cli" + hex.EncodeToString(b)
-	c.ironic = &e2e.Ironic{URL: env.Root, Real: true, Env: env}
+	c.keystoneIronic()
 	class = c.ironic.Class("gold")
 	return class, c.ironic.EnrollNodes(c.t, n, class)
+}
+
+// keystoneIronic is the Keystone-protected Ironic, driven as the corral
+// service user (the endpoint from the catalog).
+func (c *cloud) keystoneIronic() {
+	c.t.Helper()
+	pc := c.provider(c.env("CORRAL_SERVICE_USERNAME"), c.env("CORRAL_SERVICE_PASSWORD"), c.env("SERVICE_PROJECT"))
+	c.ironic = e2e.KeystoneIronic(c.t, c.env("OPENSTACK_IRONIC_URL"), pc, "cli")
 }
 
 // start runs n agents validating Keystone tokens, reaching Ironic as the
 // corral service user and checking images in Glance.
 func (c *cloud) start(n int) {
+	c.t.Helper()
+	c.startWith(n, "")
+}
+
+// startWith is start with more configuration (INI sections) for every agent.
+func (c *cloud) startWith(n int, extra string) {
 	c.t.Helper()
 	auth := c.env("OS_AUTH_URL")
 	conf := fmt.Sprintf(`[auth]
@@ -129,7 +130,7 @@ sync_interval = 1s
 
 [glance]
 url = %[5]s
-`, auth, c.env("CORRAL_SERVICE_USERNAME"), c.env("CORRAL_SERVICE_PASSWORD"), c.env("SERVICE_PROJECT"), c.env("GLANCE_URL"))
+`, auth, c.env("CORRAL_SERVICE_USERNAME"), c.env("CORRAL_SERVICE_PASSWORD"), c.env("SERVICE_PROJECT"), c.env("GLANCE_URL")) + extra
 	path := filepath.Join(c.dir, "corral.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		c.t.Fatal(err)

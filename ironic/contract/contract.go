@@ -22,6 +22,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/allocations"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 )
 
 // Microversion is the API version the suite speaks unless a case says otherwise.
@@ -201,10 +202,40 @@ func (e *Env) WaitAllocation(ctx context.Context, id string) (*allocations.Alloc
 
 // NodeSpec is a node to enroll and make available.
 type NodeSpec struct {
+	UUID                string // "": Ironic chooses
 	Name, ResourceClass string
 	Traits              []string
-	SkipPowerOff        bool   // leave power_state null (allocations then skip the node)
-	NetworkInterface    string // "" leaves Ironic's default
+	SkipPowerOff        bool // leave power_state null (allocations then skip the node)
+	// NetworkInterface is the node's network_interface ("": Ironic's
+	// default), e.g. flat, which a real Ironic only has with [neutron].
+	NetworkInterface string
+	// Ports are the node's NICs (Ironic ports; NodeUUID is filled in).
+	Ports []ports.CreateOpts
+	// UUIDs, when set, gives the UUID instead (called when the node is
+	// created): while Ironic has a node with the one it gave (409),
+	// another is asked for; "" lets Ironic choose.
+	UUIDs func() string
+}
+
+// createNode creates sp's node, with a UUID of sp.UUIDs while it gives
+// one that no node has.
+func (e *Env) createNode(ctx context.Context, sp NodeSpec) (*nodes.Node, error) {
+	for {
+		uuid := sp.UUID
+		if sp.UUIDs != nil {
+			uuid = sp.UUIDs()
+		}
+		n, err := nodes.Create(ctx, e.Client, nodes.CreateOpts{
+			UUID: uuid, Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
+			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100,
+				"capabilities": "boot_mode:uefi"},
+		}).Extract()
+		if sp.UUIDs != nil && uuid != "" && gophercloud.ResponseCodeIs(err, http.StatusConflict) &&
+			strings.Contains(err.Error(), "A node with UUID") {
+			continue // taken: the next one
+		}
+		return n, err
+	}
 }
 
 // Enroll creates the nodes and drives them enroll -> manageable -> available (with power off
@@ -212,15 +243,17 @@ type NodeSpec struct {
 func (e *Env) Enroll(ctx context.Context, specs ...NodeSpec) ([]string, error) {
 	ids := make([]string, len(specs))
 	for i, sp := range specs {
-		n, err := nodes.Create(ctx, e.Client, nodes.CreateOpts{
-			Name: sp.Name, Driver: "fake-hardware", ResourceClass: sp.ResourceClass, NetworkInterface: sp.NetworkInterface,
-			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100,
-				"capabilities": "boot_mode:uefi"},
-		}).Extract()
+		n, err := e.createNode(ctx, sp)
 		if err != nil {
 			return nil, fmt.Errorf("create node %s: %w", sp.Name, err)
 		}
 		ids[i] = n.UUID
+		for _, p := range sp.Ports {
+			p.NodeUUID = n.UUID
+			if _, err := ports.Create(ctx, e.Client, p).Extract(); err != nil {
+				return nil, fmt.Errorf("create port %s of node %s: %w", p.Address, sp.Name, err)
+			}
+		}
 		if len(sp.Traits) > 0 {
 			if err := e.PutTraits(ctx, n.UUID, sp.Traits); err != nil {
 				return nil, err

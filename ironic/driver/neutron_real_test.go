@@ -1,21 +1,16 @@
 package driver_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
@@ -24,58 +19,20 @@ import (
 	"github.com/corral-dev/corral/neutron"
 	"github.com/corral-dev/corral/neutron/serverports"
 	"github.com/corral-dev/corral/testkit"
+	"github.com/corral-dev/corral/testkit/realneutron"
 )
 
-// realNeutronEnv reads NEUTRON_ENV (scripts/neutron-up.sh) and
-// OPENSTACK_ENV (scripts/openstack-up.sh); without NEUTRON_ENV it says so
-// loudly and skips.
-func realNeutronEnv(t *testing.T) map[string]string {
+// serviceNeutron is corral's Neutron client as its service user.
+func serviceNeutron(t *testing.T, env *realneutron.Env) *neutron.Client {
 	t.Helper()
-	nf, of := os.Getenv("NEUTRON_ENV"), os.Getenv("OPENSTACK_ENV")
-	if nf == "" {
-		const loud = "NEUTRON_ENV IS NOT SET: THE IRONIC DRIVER'S NEUTRON PORTS ARE NOT TESTED AGAINST A REAL NEUTRON " +
-			"(export OPENSTACK_ENV=$(scripts/openstack-up.sh) and NEUTRON_ENV=$(scripts/neutron-up.sh))"
-		fmt.Fprintln(os.Stderr, "ironic/driver: "+loud)
-		t.Skip(loud)
-	}
-	if of == "" {
-		t.Fatal("NEUTRON_ENV is set but OPENSTACK_ENV (the env file of scripts/openstack-up.sh) is not")
-	}
-	env := map[string]string{}
-	for _, path := range []string{of, nf} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-				env[k] = v
-			}
-		}
-		_ = f.Close()
-	}
-	return env
-}
-
-// projectOf logs a Keystone user in and returns its project's id.
-func projectOf(t *testing.T, env map[string]string, user, password, project string) string {
-	t.Helper()
-	pc, err := openstack.AuthenticatedClient(context.Background(), gophercloud.AuthOptions{IdentityEndpoint: env["OS_AUTH_URL"],
-		Username: user, Password: password, DomainName: "Default",
-		Scope: &gophercloud.AuthScope{ProjectName: project, DomainName: "Default"}})
+	sv := env.User(realneutron.Service)
+	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env.AuthURL(),
+		Username: sv.Username, Password: sv.Password, ProjectName: sv.Project,
+		RegionName: env.Region(), ValidInterfaces: "public"})
 	if err != nil {
-		t.Fatalf("login %s: %v", user, err)
+		t.Fatal(err)
 	}
-	cr, ok := pc.GetAuthResult().(tokens.CreateResult)
-	if !ok {
-		t.Fatalf("login %s: not a Keystone v3 token", user)
-	}
-	p, err := cr.ExtractProject()
-	if err != nil || p == nil {
-		t.Fatalf("login %s: project of the token: %v", user, err)
-	}
-	return p.ID
+	return nc
 }
 
 // Against the real Neutron of scripts/neutron-up.sh (Ironic simulated): a
@@ -85,20 +42,15 @@ func projectOf(t *testing.T, env map[string]string, user, password, project stri
 // taken over; the server's addresses are the port's; the delete leaves
 // no port corral made and hands her port back unbound.
 func TestRealNeutronPortsOfABoot(t *testing.T) {
-	env := realNeutronEnv(t)
+	env := realneutron.Load(t, "the Ironic driver's Neutron ports")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env["OS_AUTH_URL"],
-		Username: env["CORRAL_SERVICE_USERNAME"], Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"],
-		RegionName: env["NEUTRON_REGION"], ValidInterfaces: "public"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := serviceNeutron(t, env)
 	if err := nc.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
-	provNet, cidr := env["NEUTRON_PROVIDER_NETWORK_ID"], netip.MustParsePrefix(env["NEUTRON_PROVIDER_CIDR"])
+	alice := env.Login(t, realneutron.Alice).ProjectID
+	provNet, cidr := env.Provider().NetworkID, netip.MustParsePrefix(env.Provider().CIDR)
 	hers, err := nc.CreatePort(ctx, neutron.PortCreate{NetworkID: provNet, ProjectID: alice, Name: "alice-" + t.Name()})
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +102,8 @@ func TestRealNeutronPortsOfABoot(t *testing.T) {
 		t.Fatalf("recorded %+v", rec.Ports)
 	}
 	for _, p := range rec.Ports {
-		if p.NetworkName != env["NEUTRON_PROVIDER_NETWORK"] || len(p.FixedIPs) != 1 || !cidr.Contains(netip.MustParseAddr(p.FixedIPs[0].Address)) || p.MAC == "" {
-			t.Errorf("recorded port %+v: want an address in %s on %s", p, cidr, env["NEUTRON_PROVIDER_NETWORK"])
+		if p.NetworkName != env.Provider().Name || len(p.FixedIPs) != 1 || !cidr.Contains(netip.MustParseAddr(p.FixedIPs[0].Address)) || p.MAC == "" {
+			t.Errorf("recorded port %+v: want an address in %s on %s", p, cidr, env.Provider().Name)
 		}
 	}
 
@@ -191,14 +143,9 @@ func (w *world) waitStatusWithin(id string, want fsm.ServerStatus, d time.Durati
 
 // realWorld is a one-peer world with n simulated nodes whose driver gives
 // servers ports on the real Neutron, and that Neutron's client.
-func realWorld(t *testing.T, env map[string]string, nodes int, wrap func(driver.Ironic) driver.Ironic) (*world, *neutron.Client) {
+func realWorld(t *testing.T, env *realneutron.Env, nodes int, wrap func(driver.Ironic) driver.Ironic) (*world, *neutron.Client) {
 	t.Helper()
-	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env["OS_AUTH_URL"],
-		Username: env["CORRAL_SERVICE_USERNAME"], Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"],
-		RegionName: env["NEUTRON_REGION"], ValidInterfaces: "public"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := serviceNeutron(t, env)
 	w := newWorldCfg(t, 1, sim.Options{}, wrap, driver.Config{Reservation: driver.ReserveAuto, DeployTimeout: 20 * time.Second,
 		Neutron: nc}, compute.Config{})
 	w.sim.SeedNodes(nodes, "baremetal-gold")
@@ -227,10 +174,10 @@ func cleanupPortsOf(t *testing.T, nc *neutron.Client, keep string, ids ...string
 // the network's subnets and one already taken end their builds in ERROR
 // with Nova's faults, and leave no port.
 func TestRealNeutronFixedIP(t *testing.T) {
-	env := realNeutronEnv(t)
+	env := realneutron.Load(t, "the Ironic driver's Neutron ports")
 	w, nc := realWorld(t, env, 3, nil)
 	ctx := context.Background()
-	provNet, cidr := env["NEUTRON_PROVIDER_NETWORK_ID"], netip.MustParsePrefix(env["NEUTRON_PROVIDER_CIDR"])
+	provNet, cidr := env.Provider().NetworkID, netip.MustParsePrefix(env.Provider().CIDR)
 	var free string
 	for i := 150 + time.Now().Nanosecond()%90; free == ""; i++ {
 		a := cidr.Addr().As4()
@@ -276,7 +223,7 @@ func TestRealNeutronFixedIP(t *testing.T) {
 // server on a node, has a new MAC, so the next server on that node and
 // network gets its port with the NIC's MAC instead of Neutron's 409.
 func TestRealNeutronUserPortGivenBackWithANewMAC(t *testing.T) {
-	env := realNeutronEnv(t)
+	env := realneutron.Load(t, "the Ironic driver's Neutron ports")
 	var nc *neutron.Client
 	wrap := withNICs(func(ctx context.Context, port, mac string) error {
 		_, err := nc.UpdatePort(ctx, port, neutron.PortUpdate{MACAddress: &mac})
@@ -285,8 +232,8 @@ func TestRealNeutronUserPortGivenBackWithANewMAC(t *testing.T) {
 	w, c := realWorld(t, env, 1, wrap)
 	nc = c
 	ctx := context.Background()
-	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
-	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	provNet := env.Provider().NetworkID
+	alice := env.Login(t, realneutron.Alice).ProjectID
 	hers, err := nc.CreatePort(ctx, neutron.PortCreate{NetworkID: provNet, ProjectID: alice, Name: "alice-" + t.Name()})
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +272,7 @@ func TestRealNeutronUserPortGivenBackWithANewMAC(t *testing.T) {
 // ERROR: the port corral made deleted, alice's unbound with a MAC of
 // Neutron's.
 func TestRealNeutronFailedBuildGivesBackItsPorts(t *testing.T) {
-	env := realNeutronEnv(t)
+	env := realneutron.Load(t, "the Ironic driver's Neutron ports")
 	var nc *neutron.Client
 	nics := withNICs(func(ctx context.Context, port, mac string) error {
 		_, err := nc.UpdatePort(ctx, port, neutron.PortUpdate{MACAddress: &mac})
@@ -334,8 +281,8 @@ func TestRealNeutronFailedBuildGivesBackItsPorts(t *testing.T) {
 	w, c := realWorld(t, env, 1, func(inner driver.Ironic) driver.Ironic { return refusing{nics(inner)} })
 	nc = c
 	ctx := context.Background()
-	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
-	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	provNet := env.Provider().NetworkID
+	alice := env.Login(t, realneutron.Alice).ProjectID
 	hers, err := nc.CreatePort(ctx, neutron.PortCreate{NetworkID: provNet, ProjectID: alice, Name: "alice-" + t.Name()})
 	if err != nil {
 		t.Fatal(err)
@@ -364,17 +311,12 @@ func TestRealNeutronFailedBuildGivesBackItsPorts(t *testing.T) {
 // server on the provider network is a port corral makes in the server's
 // project, bound to the node, attached as a VIF; its detach deletes it.
 func TestRealNeutronInterfaceAttachAndDetach(t *testing.T) {
-	env := realNeutronEnv(t)
-	nc, err := neutron.New(neutron.Options{AuthType: neutron.AuthPassword, AuthURL: env["OS_AUTH_URL"],
-		Username: env["CORRAL_SERVICE_USERNAME"], Password: env["CORRAL_SERVICE_PASSWORD"], ProjectName: env["SERVICE_PROJECT"],
-		RegionName: env["NEUTRON_REGION"], ValidInterfaces: "public"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := realneutron.Load(t, "the Ironic driver's Neutron ports")
+	nc := serviceNeutron(t, env)
 	w := flatWorld(t, nc, 2)
 	ctx := context.Background()
-	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
-	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	provNet := env.Provider().NetworkID
+	alice := env.Login(t, realneutron.Alice).ProjectID
 	id := uuid.NewString()
 	cleanupPortsOf(t, nc, "", id)
 	if err := w.propose(&fsm.CreateServer{ID: id, Name: "iface", FlavorID: "gold", ImageRef: "img", ProjectID: alice,

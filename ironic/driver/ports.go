@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/corral-dev/corral/compute"
 	"github.com/corral-dev/corral/fsm"
@@ -35,11 +36,28 @@ func (d *Driver) attachVIFs(ctx context.Context, h *compute.Handle, s fsm.Server
 	if err != nil {
 		return 0, err
 	}
+	// A VIF the node already has (an earlier attempt's) is not attached
+	// again: Ironic answers that it has it only after asking Neutron
+	// about the port and the node's networks, which a busy Neutron pays
+	// on every retry. Its port is still bound and read again. Only an
+	// attempt after one that reached the attach step (the server's last
+	// port intent) asks Ironic, whose listing asks Neutron too.
+	var attached []string
+	if in := h.Store().ServerNet(s.ID).Intent; in != nil && in.Step == fsm.PortStepAttach {
+		if attached, err = d.ir.ListVIFs(ctx, node); err != nil {
+			return 0, err
+		}
+	}
 	for _, id := range ids {
 		if err := d.fence(ctx, h, s, "attaching VIF "+id); err != nil {
 			return 0, err
 		}
-		plug := func(ctx context.Context) error { return d.ir.AttachVIF(ctx, node, id) }
+		plug := func(ctx context.Context) error {
+			if slices.Contains(attached, id) {
+				return nil
+			}
+			return d.ir.AttachVIF(ctx, node, id)
+		}
 		if err := d.ports.Attach(ctx, h, s, id, node, plug); err != nil {
 			return 0, err
 		}

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/neutron"
 	"github.com/corral-dev/corral/testkit"
+	"github.com/corral-dev/corral/testkit/realneutron"
 )
 
 // securityGroupDone commits a security group request (the API's part) and
@@ -42,21 +41,12 @@ func (w *world) securityGroupDone(cmd *fsm.RequestSecurityGroupAction) fsm.Secur
 // her default group and removing hers change the port in Neutron and the
 // record; removing it again is Nova's 404, and changes nothing.
 func TestRealNeutronSecurityGroups(t *testing.T) {
-	env := realNeutronEnv(t)
+	env := realneutron.Load(t, "the Ironic driver's security groups")
 	w, nc := realWorld(t, env, 1, nil)
 	ctx := context.Background()
-	provNet := env["NEUTRON_PROVIDER_NETWORK_ID"]
-	pc, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: env["OS_AUTH_URL"],
-		Username: env["ALICE_USERNAME"], Password: env["ALICE_PASSWORD"], DomainName: "Default",
-		Scope: &gophercloud.AuthScope{ProjectName: env["ALICE_PROJECT"], DomainName: "Default"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	asc, err := openstack.NewNetworkV2(pc, gophercloud.EndpointOpts{Region: env["NEUTRON_REGION"], Availability: gophercloud.AvailabilityPublic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	alice := projectOf(t, env, env["ALICE_USERNAME"], env["ALICE_PASSWORD"], env["ALICE_PROJECT"])
+	provNet := env.Provider().NetworkID
+	aliceS := env.Login(t, realneutron.Alice)
+	asc, alice := aliceS.Network, aliceS.ProjectID
 	name := "corral-" + uuid.NewString()[:8]
 	web, err := groups.Create(ctx, asc, groups.CreateOpts{Name: name}).Extract()
 	if err != nil {

@@ -44,6 +44,18 @@ type Neutron struct {
 	// failGroups (SetFailGroups) runs at each change of a port's
 	// security groups.
 	failGroups func(port string) error
+	// Binds, when set, binds every port given a host (binding:vif_type
+	// other), as a mechanism driver does that can (networking-baremetal
+	// with its agent for the node); without it the binding fails
+	// (binding_failed), as when no driver can. Either way, as Neutron,
+	// any update of a port with a host and no binding tries again, and a
+	// bound port refuses a new MAC (PortBound).
+	Binds bool
+	// BindFault, when set, befalls the first update that gives a port a
+	// host.
+	BindFault   BindFault
+	bindFaulted bool
+	hostUpdates int
 }
 
 // SetFailGroups makes fail run at each change of a port's security
@@ -54,6 +66,51 @@ func (f *Neutron) SetFailGroups(fail func(port string) error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failGroups = fail
+}
+
+// BindFault is what befalls an update that gives a port a host.
+type BindFault int
+
+const (
+	// BindAnswerLost: Neutron carries the update out, the answer is lost
+	// (the client's timeout on a busy Neutron).
+	BindAnswerLost BindFault = iota + 1
+	// BindHalfDone: Neutron stores the host but not the binding
+	// (vif_type unbound) and answers a 500, as Neutron on SQLite does
+	// when its database is locked.
+	BindHalfDone
+)
+
+// bind tries p's binding as Neutron does on a create or an update: no
+// host is unbound, a bound port stays bound, else the binding is tried.
+func (f *Neutron) bind(p *neutron.Port) {
+	switch {
+	case p.HostID == "":
+		p.VIFType = neutron.VIFUnbound
+	case bound(*p):
+	case f.Binds:
+		p.VIFType = "other"
+	default:
+		p.VIFType = "binding_failed"
+	}
+}
+
+// bound says whether a mechanism driver has bound p.
+func bound(p neutron.Port) bool {
+	return p.VIFType != "" && p.VIFType != neutron.VIFUnbound && p.VIFType != "binding_failed"
+}
+
+func portBound(p neutron.Port, mac string) error {
+	return answer(&neutron.APIError{Method: "PUT", URL: "/v2.0/ports/" + p.ID, Status: 409, Type: "PortBound",
+		Message: fmt.Sprintf("Unable to complete operation on port %s, port is already bound, port type: %s, old_mac %s, new_mac %s.",
+			p.ID, p.VIFType, p.MACAddress, mac)})
+}
+
+// HostUpdates is how many updates gave a port a host.
+func (f *Neutron) HostUpdates() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hostUpdates
 }
 
 // New returns a Neutron with the given networks. A network with a subnet
@@ -191,6 +248,7 @@ func (f *Neutron) add(p neutron.PortCreate) (neutron.Port, error) {
 	if f.macTaken(p.NetworkID, port.MACAddress, "") {
 		return neutron.Port{}, macInUse(port.MACAddress, p.NetworkID)
 	}
+	f.bind(&port)
 	f.ports[port.ID] = port
 	return port, nil
 }
@@ -265,6 +323,9 @@ func (f *Neutron) SetMAC(id, mac string) error {
 	}
 	if f.macTaken(p.NetworkID, mac, id) {
 		return macInUse(mac, p.NetworkID)
+	}
+	if mac != p.MACAddress && bound(p) {
+		return portBound(p, mac)
 	}
 	p.MACAddress = mac
 	f.ports[id] = p
@@ -349,6 +410,9 @@ func (f *Neutron) UpdatePort(_ context.Context, id string, u neutron.PortUpdate)
 		if f.macTaken(p.NetworkID, *u.MACAddress, id) {
 			return p, macInUse(*u.MACAddress, p.NetworkID)
 		}
+		if *u.MACAddress != p.MACAddress && bound(p) {
+			return f.ports[id], portBound(p, *u.MACAddress)
+		}
 		p.MACAddress = *u.MACAddress
 	}
 	if u.Profile != nil {
@@ -374,6 +438,25 @@ func (f *Neutron) UpdatePort(_ context.Context, id string, u neutron.PortUpdate)
 			}
 		}
 		p.SecurityGroups = slices.Clone(*u.SecurityGroups)
+	}
+	if u.HostID != nil && p.HostID != f.ports[id].HostID {
+		// A new host unbinds the port first.
+		p.VIFType = neutron.VIFUnbound
+	}
+	f.bind(&p)
+	if u.HostID != nil && *u.HostID != "" {
+		f.hostUpdates++
+		if f.BindFault != 0 && !f.bindFaulted {
+			f.bindFaulted = true
+			if f.BindFault == BindHalfDone {
+				p.VIFType = neutron.VIFUnbound
+				f.ports[id] = p
+				return neutron.Port{}, answer(&neutron.APIError{Method: "PUT", URL: "/v2.0/ports/" + id, Status: 500,
+					Type: "HTTPInternalServerError", Message: "Request Failed: internal server error while processing your request."})
+			}
+			f.ports[id] = p
+			return neutron.Port{}, fmt.Errorf("%w: context deadline exceeded", neutron.ErrUnavailable)
+		}
 	}
 	f.ports[id] = p
 	return p, nil

@@ -1,7 +1,6 @@
 package reaper
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -23,44 +22,14 @@ import (
 
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/neutron"
+	"github.com/corral-dev/corral/testkit/realneutron"
 )
 
-// realEnv reads NEUTRON_ENV (scripts/neutron-up.sh) and OPENSTACK_ENV
-// (scripts/openstack-up.sh); without NEUTRON_ENV it says so loudly and
-// skips.
+// realEnv is the env of the real Neutron (testkit/realneutron: without
+// NEUTRON_ENV the test skips loudly, or fails in CI).
 func realEnv(t *testing.T) map[string]string {
 	t.Helper()
-	nf, of := os.Getenv("NEUTRON_ENV"), os.Getenv("OPENSTACK_ENV")
-	if nf == "" {
-		const loud = "NEUTRON_ENV IS NOT SET: THE PORT REAPER IS NOT TESTED AGAINST A REAL NEUTRON " +
-			"(export OPENSTACK_ENV=$(scripts/openstack-up.sh) and NEUTRON_ENV=$(scripts/neutron-up.sh), as CI does)"
-		fmt.Fprintln(os.Stderr, "neutron/reaper: "+loud)
-		t.Skip(loud)
-	}
-	if of == "" {
-		t.Fatal("NEUTRON_ENV is set but OPENSTACK_ENV (the env file of scripts/openstack-up.sh) is not")
-	}
-	env := map[string]string{}
-	for _, path := range []string{of, nf} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-				env[k] = v
-			}
-		}
-		_ = f.Close()
-	}
-	for _, k := range []string{"OS_AUTH_URL", "CORRAL_SERVICE_USERNAME", "CORRAL_SERVICE_PASSWORD", "SERVICE_PROJECT",
-		"NEUTRON_PROVIDER_NETWORK_ID"} {
-		if env[k] == "" {
-			t.Fatalf("%s is not in OPENSTACK_ENV/NEUTRON_ENV", k)
-		}
-	}
-	return env
+	return realneutron.Load(t, "the port reaper").All()
 }
 
 // only shows the reaper the ports this test made: the shared Neutron holds

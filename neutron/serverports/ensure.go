@@ -11,11 +11,11 @@ import (
 
 // Ensure gives s a Neutron port for each of its requested networks and
 // returns their ids in the order requested (Attach then binds each to
-// the host). A port the user passed in is taken over (device, owner and
-// binding to host updated) and remembered as the user's; otherwise the
-// port recorded for the network, or one Neutron lists with the server as
-// its device (created by an owner that did not live to record it), is
-// used before a new one is created.
+// the host). A port the user passed in is taken over (device, owner, vnic
+// type and, but for a bare-metal port, host updated) and remembered as
+// the user's; otherwise the port recorded for the network, or one Neutron
+// lists with the server as its device (created by an owner that did not
+// live to record it), is used before a new one is created.
 func (p *Ports) Ensure(ctx context.Context, h *compute.Handle, s fsm.Server, host string) ([]string, error) {
 	if err := p.Known(h, s); err != nil {
 		return nil, err
@@ -113,8 +113,11 @@ func (e *ensurer) one(want fsm.Network) (string, error) {
 				return "", err
 			}
 			owner := DeviceOwner
-			port, err := p.nt.UpdatePort(ctx, want.Port, neutron.PortUpdate{DeviceID: &s.ID, DeviceOwner: &owner,
-				VNICType: p.vnic, HostID: &e.host})
+			u := neutron.PortUpdate{DeviceID: &s.ID, DeviceOwner: &owner, VNICType: p.vnic}
+			if !p.bindsAfterPlug() {
+				u.HostID = &e.host // a bare-metal port's comes at Attach, once plugged
+			}
+			port, err := p.nt.UpdatePort(ctx, want.Port, u)
 			if err != nil {
 				return "", portError(err, "taking over port "+want.Port)
 			}

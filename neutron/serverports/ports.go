@@ -245,23 +245,55 @@ func (p *Ports) ownLease(s fsm.Server, in *fsm.PortIntent) time.Time {
 }
 
 // Attach binds s's port id to host (binding:host_id, the lifecycle's vnic
-// type; idempotent) after the intent attach at s's epoch, then runs plug
-// (the backend's attach, e.g. Ironic's VIF attach; nil for none) under
-// the same intent, and records the port again when its MAC changed (a
-// VIF attach puts the NIC's MAC on it, which is the server's address).
+// type) and runs plug (the backend's attach, e.g. Ironic's VIF attach;
+// nil for none), both under the intent attach at s's epoch, then records
+// the port again when its MAC changed (a VIF attach puts the NIC's MAC on
+// it, which is the server's address).
+//
+// A bare-metal port is bound only once plugged: Ironic's VIF attach puts
+// the NIC's MAC on the port, which Neutron refuses once a mechanism
+// driver has bound it (networking-baremetal, PortBound), and a port with
+// a host costs Neutron a binding attempt at every update. A VM's port is
+// bound first, as Nova binds it before it plugs the VIF.
 func (p *Ports) Attach(ctx context.Context, h *compute.Handle, s fsm.Server, id, host string, plug func(context.Context) error) error {
 	if err := p.Intent(ctx, h, s, fsm.PortStepAttach, "", id); err != nil {
 		return err
 	}
-	if _, err := p.nt.UpdatePort(ctx, id, neutron.PortUpdate{HostID: &host, VNICType: p.vnic}); err != nil {
-		return portError(err, "binding port "+id+" to host "+host)
+	if plug == nil {
+		plug = func(context.Context) error { return nil }
 	}
-	if plug != nil {
-		if err := plug(ctx); err != nil {
+	steps := []func(context.Context) error{func(ctx context.Context) error { return p.bind(ctx, id, host) }, plug}
+	if p.bindsAfterPlug() {
+		steps[0], steps[1] = steps[1], steps[0]
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
 			return err
 		}
 	}
 	return p.reread(ctx, h, s, id)
+}
+
+// bindsAfterPlug says whether a port gets its host only once plugged:
+// bare-metal ports, whose MAC Ironic's VIF attach changes.
+func (p *Ports) bindsAfterPlug() bool { return p.vnic == neutron.VNICBaremetal }
+
+// bind gives port id host as its binding:host_id, with the lifecycle's
+// vnic type (idempotent). A port whose binding to host Neutron has
+// already tried is left as it is, bound or binding_failed: a binding no
+// mechanism driver can make costs Neutron ten attempts, and a retry after
+// an answer lost to a busy Neutron would ask for it again. A port with
+// the host stored but no binding tried (vif_type unbound: Neutron failed
+// half way, e.g. its database locked) is asked again.
+func (p *Ports) bind(ctx context.Context, id, host string) error {
+	if cur, err := p.nt.Port(ctx, id); err == nil && cur.HostID == host && cur.VNICType == p.vnic &&
+		cur.VIFType != "" && cur.VIFType != neutron.VIFUnbound {
+		return nil
+	}
+	if _, err := p.nt.UpdatePort(ctx, id, neutron.PortUpdate{HostID: &host, VNICType: p.vnic}); err != nil {
+		return portError(err, "binding port "+id+" to host "+host)
+	}
+	return nil
 }
 
 // reread records the port again when Neutron shows it with another MAC
