@@ -13,12 +13,15 @@ import (
 
 // `corral sim ironic --network-interface flat --ports-per-node N` enrolls
 // nodes of the flat network interface with N physical ports each, so that
-// each VIF takes one, as a real Ironic's flat nodes do.
+// each VIF takes one, as a real Ironic's flat nodes do; --node-uuids gives
+// the first ones their UUIDs (e.g. the hosts a Neutron has an agent for).
 func TestSimIronicWiredNodes(t *testing.T) {
+	const agentHost = "6fae68da-108b-4a9d-87c4-0000000000a1"
 	ctx, cancel := context.WithCancel(t.Context())
 	pr, pw := io.Pipe()
 	cmd := newSimCmd()
-	cmd.SetArgs([]string{"ironic", "--listen", "127.0.0.1:0", "--nodes", "2", "--network-interface", "flat", "--ports-per-node", "3"})
+	cmd.SetArgs([]string{"ironic", "--listen", "127.0.0.1:0", "--nodes", "2", "--network-interface", "flat", "--ports-per-node", "3",
+		"--node-uuids", agentHost})
 	cmd.SetOut(pw)
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx); pw.Close() }()
@@ -65,19 +68,28 @@ func TestSimIronicWiredNodes(t *testing.T) {
 	if len(nodes.Nodes) != 2 || len(ports.Ports) != 6 {
 		t.Fatalf("%d nodes, %d ports; want 2 and 6", len(nodes.Nodes), len(ports.Ports))
 	}
+	uuids := map[string]bool{}
 	for _, n := range nodes.Nodes {
+		uuids[n.UUID] = true
 		if n.NetworkInterface != "flat" {
 			t.Fatalf("node %s has network interface %q", n.UUID, n.NetworkInterface)
 		}
 	}
+	if !uuids[agentHost] || len(uuids) != 2 {
+		t.Fatalf("nodes %v: want %s and another", uuids, agentHost)
+	}
 }
 
-// A network interface the simulator does not have, or ports without one
-// that binds VIFs to them, is refused before anything starts.
+// A network interface the simulator does not have, a negative number of
+// ports, a node UUID that is none, or more UUIDs than nodes, is refused
+// before anything starts.
 func TestSimIronicWiredNodesChecked(t *testing.T) {
 	for _, args := range [][]string{
 		{"--network-interface", "vlan"},
 		{"--ports-per-node", "-1"},
+		{"--node-uuids", "not-a-uuid"},
+		{"--node-uuids", "6fae68da-108b-4a9d-87c4-0000000000a1,6fae68da-108b-4a9d-87c4-0000000000a2"},
+		{"--node-uuids", "6fae68da-108b-4a9d-87c4-0000000000a1,,"},
 	} {
 		cmd := newSimCmd()
 		cmd.SetArgs(append([]string{"ironic", "--listen", "127.0.0.1:0", "--nodes", "1"}, args...))

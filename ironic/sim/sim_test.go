@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -384,5 +385,25 @@ func TestSeedWiredNodes(t *testing.T) {
 	s.SeedWiredNodes(1, "baremetal", "flat", 2)
 	if _, m, _ = c.do(http.MethodGet, "/v1/ports", nil); len(m["ports"].([]any)) != 8 {
 		t.Fatalf("after a second batch: %v", m)
+	}
+}
+
+// SeedWiredNodesAs gives the first nodes the UUIDs asked for (as Ironic
+// keeps them, lower-case), the rest random ones, each node its own ports.
+func TestSeedWiredNodesAs(t *testing.T) {
+	s, c := start(t, sim.Options{NetworkInterfaces: []string{"noop", "flat"}})
+	want := []string{"6FAE68DA-108B-4A9D-87C4-0000000000A1", "6fae68da-108b-4a9d-87c4-0000000000a2"}
+	ids := s.SeedWiredNodesAs(want, 3, "baremetal", "flat", 1)
+	if len(ids) != 3 || ids[0] != strings.ToLower(want[0]) || ids[1] != want[1] || ids[2] == "" || slices.Contains(want, ids[2]) {
+		t.Fatalf("seeded %v, want %v then a random one", ids, want)
+	}
+	for _, id := range ids {
+		_, n, _ := c.do(http.MethodGet, "/v1/nodes/"+id, nil)
+		if n["uuid"] != id || n["network_interface"] != "flat" {
+			t.Fatalf("node %s: %v", id, n)
+		}
+	}
+	if _, m, _ := c.do(http.MethodGet, "/v1/ports", nil); len(m["ports"].([]any)) != 3 {
+		t.Fatalf("ports %v, want one per node", m)
 	}
 }

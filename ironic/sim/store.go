@@ -356,6 +356,13 @@ func (s *Server) SeedNodes(n int, resourceClass string, traits ...string) []stri
 // neutron) with ports physical ports (NICs) each, of MACs no other port of the simulator has:
 // with flat or neutron each VIF takes a free one, as in Ironic.
 func (s *Server) SeedWiredNodes(n int, resourceClass, iface string, ports int, traits ...string) []string {
+	return s.SeedWiredNodesAs(nil, n, resourceClass, iface, ports, traits...)
+}
+
+// SeedWiredNodesAs is SeedWiredNodes with uuids for the first nodes (at most n; the rest
+// random), e.g. the hosts a Neutron has a "Baremetal Node" agent for, so that it binds their
+// ports. It panics on a UUID a node has, as Seed does.
+func (s *Server) SeedWiredNodesAs(uuids []string, n int, resourceClass, iface string, ports int, traits ...string) []string {
 	prefix := strings.ToLower(strings.ReplaceAll(resourceClass, "_", "-"))
 	if prefix == "" {
 		prefix = "node"
@@ -374,6 +381,9 @@ func (s *Server) SeedWiredNodes(n int, resourceClass, iface string, ports int, t
 		specs[i] = NodeSpec{Name: names[i], ResourceClass: resourceClass, Traits: traits,
 			Properties:       map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100, "cpu_arch": "x86_64"},
 			NetworkInterface: iface, MACs: macs[i*ports : (i+1)*ports]}
+		if i < len(uuids) {
+			specs[i].UUID = uuids[i]
+		}
 	}
 	return s.Seed(specs)
 }
