@@ -169,8 +169,10 @@ func (h *Handlers) securityGroupAction(c echo.Context, v fsm.Server, action stri
 	if action == "removeSecurityGroup" {
 		kind = fsm.ActionRemoveSecurityGroup
 	}
+	// The owner's outcome is awaited in this peer's replica: it must
+	// hold the request first.
 	cmd := &fsm.RequestSecurityGroupAction{ID: v.ID, Kind: kind, Group: fsm.SecurityGroupRef{ID: g.ID, Name: g.Name}}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		if errors.Is(err, fsm.ErrNotFound) && strings.Contains(err.Error(), "device id") {
 			return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("instance_id %s could not be found as device id on any ports", v.ID))
 		}
