@@ -27,7 +27,9 @@
 #   NEUTRON_ENV              env file of scripts/neutron-up.sh (a Neutron on that Keystone): Neutron on
 #                            (docs/tempest.md says what changes); unset: no Neutron
 #   TEMPEST_NODE_PORTS       physical ports of each simulated node with Neutron (default 4): the VIFs
-#                            one server can have (a boot's ports and the interfaces attached later)
+#                            one server can have (a boot's ports and the interfaces attached later);
+#                            the first nodes get the UUIDs of NEUTRON_ENV's NEUTRON_BAREMETAL_AGENT_HOSTS,
+#                            whose ports Neutron binds at the first attempt
 #   TEMPEST_DIR              work directory: tempest.conf, corral's data and logs, results
 #                            (default a new /tmp/corral-tempest.XXXXXX; kept after the run)
 #   TEMPEST_CONCURRENCY      Tempest's workers (default 2)
@@ -121,6 +123,7 @@ if [[ -n $NEUTRON_ENV ]]; then
 	NEUTRON_KEYSTONE_URL=$(nenvget NEUTRON_KEYSTONE_URL)
 	NEUTRON_REGION=$(nenvget NEUTRON_REGION)
 	NEUTRON_PROVIDER_NETWORK=$(nenvget NEUTRON_PROVIDER_NETWORK)
+	NEUTRON_BAREMETAL_AGENT_HOSTS=$(nenvget NEUTRON_BAREMETAL_AGENT_HOSTS)
 	[[ -n $NEUTRON_URL && -n $NEUTRON_PROVIDER_NETWORK ]] ||
 		die "$NEUTRON_ENV has no NEUTRON_URL or NEUTRON_PROVIDER_NETWORK (an env file of scripts/neutron-up.sh with its provider network holds them)"
 	[[ $NEUTRON_AUTH == keystone && ${NEUTRON_KEYSTONE_URL%/} == "${OS_AUTH_URL%/}" ]] ||
@@ -208,14 +211,27 @@ wait_line() {
 
 # With Neutron, the nodes have the flat network interface and TEMPEST_NODE_PORTS NICs each, as
 # the nodes of Nova's Ironic jobs: each VIF (a server's port) takes a free NIC of its node.
+# The nodes Neutron has a "Baremetal Node" agent for (neutron-up.sh's NEUTRON_BAREMETAL_AGENT_HOSTS,
+# as networking-baremetal's agent reports them) come first: Neutron binds their ports at the first
+# attempt; another node's port binding fails after ML2's ten (binding_failed), each a cost to Neutron.
 sim_args=(--listen 127.0.0.1:0 --nodes "$TEMPEST_NODES" --resource-class "$RESOURCE_CLASS")
-((neutron)) && sim_args+=(--network-interface flat --ports-per-node "$TEMPEST_NODE_PORTS")
+agent_nodes=0
+if ((neutron)); then
+	sim_args+=(--network-interface flat --ports-per-node "$TEMPEST_NODE_PORTS")
+	hosts=()
+	IFS=', ' read -ra all_hosts <<<"${NEUTRON_BAREMETAL_AGENT_HOSTS:-}"
+	for h in "${all_hosts[@]}"; do
+		[[ -n $h ]] && ((${#hosts[@]} < TEMPEST_NODES)) && hosts+=("$h")
+	done
+	agent_nodes=${#hosts[@]}
+	((agent_nodes)) && sim_args+=(--node-uuids "$(IFS=,; echo "${hosts[*]}")")
+fi
 "$CORRAL_BIN" sim ironic "${sim_args[@]}" >"$TEMPEST_DIR/sim.url" 2>"$LOGDIR/sim.log" &
 pids+=($!)
 wait_line "$TEMPEST_DIR/sim.url" "${pids[-1]}" "the Ironic simulator (log: $LOGDIR/sim.log)"
 sim_url=$(head -n 1 "$TEMPEST_DIR/sim.url")
 if ((neutron)); then
-	log "Ironic simulator at $sim_url ($TEMPEST_NODES nodes of $RESOURCE_CLASS, flat network interface, $TEMPEST_NODE_PORTS ports each)"
+	log "Ironic simulator at $sim_url ($TEMPEST_NODES nodes of $RESOURCE_CLASS, flat network interface, $TEMPEST_NODE_PORTS ports each; $agent_nodes with a Neutron agent)"
 else
 	log "Ironic simulator at $sim_url ($TEMPEST_NODES nodes of $RESOURCE_CLASS)"
 fi
