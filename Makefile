@@ -42,10 +42,14 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-# Failover: R runs of host SIGKILL -> all servers re-owned, and leader SIGKILL
-# -> next committed write (p50/p99), plus a fault-free window (no reassignment).
+# Failover: R runs of host SIGKILL, SIGSTOP and partition -> all servers
+# re-owned, and leader SIGKILL and SIGTERM -> next committed write (p50/p99),
+# plus fault-free, 5 % loss and CPU-starved windows (no reassignment, no
+# election). CORRAL_BENCH_RUNS, CORRAL_BENCH_ONLY=kill,leader,stop,pause,
+# partition,loss,starve, CORRAL_BENCH_ENV (agent settings); same-run
+# comparison with a second cluster: CORRAL_BENCH_B_ENV, CORRAL_BENCH_B_BIN.
 bench-failover:
-	CORRAL_BENCH=1 $(GO) test -v -count=1 -timeout 30m -run TestFailoverBenchmark ./e2e/failover/
+	CORRAL_BENCH=1 $(GO) test -v -count=1 -timeout 60m -run TestFailoverBenchmark ./e2e/failover/
 
 # Keystone's cost to the API: reads/s with a Keystone token (validated once,
 # then cached) / reads/s with a static token, interleaved rounds of one run

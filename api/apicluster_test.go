@@ -13,7 +13,6 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/cluster/clustertest"
-	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/testkit"
 )
 
@@ -29,7 +28,7 @@ type apiCluster struct {
 
 // startAPICluster starts n peers, each serving api.New of the config
 // with (its tokens, Keystone, ...) given the peer, and waits until every
-// peer is ready and every host is up.
+// peer is ready, every host is up and every feature enabled (waitSettled).
 func startAPICluster(t *testing.T, n int, with func(*clustertest.Peer, *api.Config)) *apiCluster {
 	t.Helper()
 	listeners := map[string]net.Listener{}
@@ -78,20 +77,7 @@ func startAPICluster(t *testing.T, n int, with func(*clustertest.Peer, *api.Conf
 			return nil
 		})
 	}
-	testkit.Eventually(t, 15*time.Second, func() error {
-		for _, p := range h.Running() {
-			for _, q := range h.Running() {
-				hst, err := p.Node.Store().Host(q.Name)
-				if err != nil {
-					return err
-				}
-				if hst.Status != fsm.HostUp {
-					return fmt.Errorf("%s sees host %s %s", p.Name, hst.Name, hst.Status)
-				}
-			}
-		}
-		return nil
-	})
+	waitSettled(t, h.Running()...)
 	return c
 }
 

@@ -43,65 +43,132 @@ import (
 //   - spread: the same requests spread round-robin over the three peers'
 //     APIs, two in three forwarded by a follower to the leader over
 //     forwarding's binary RPC;
+//   - spread/ryw: the same with X-Corral-Read-Your-Writes: true, so that
+//     the follower that took a write answers once it has applied it too
+//     (every follower write did so before that header);
 //   - spread/http: the same on a second such cluster whose peers do not
 //     speak the RPC (as before it), so that followers forward over HTTP.
 //
 // It prints the writes per second and the ratios (goals ≥ 0.8 through the
 // leader, ≥ 0.6 spread over peers); it asserts nothing about time.
+// CORRAL_BENCH_WRITES_KINDS (e.g. "leader") runs only the kinds named.
 func BenchmarkAPIWritesVsRaft(b *testing.B) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		b.Skip("set CORRAL_BENCH=1 to run (make bench-api-writes)")
 	}
 	d := time.Duration(benchEnvInt("CORRAL_BENCH_WRITES_SECONDS", 5)) * time.Second
 	rounds := benchEnvInt("CORRAL_BENCH_WRITES_ROUNDS", 2)
+	// CORRAL_BENCH_WRITES_KINDS (default: every kind) runs only some of
+	// them, to profile one alone.
+	names := []string{"raw", "leader", "spread", "spread/ryw", "spread/http"}
+	want := map[string]bool{}
+	for _, k := range names {
+		want[k] = true
+	}
+	if v := os.Getenv("CORRAL_BENCH_WRITES_KINDS"); v != "" {
+		clear(want)
+		for k := range strings.SplitSeq(v, ",") {
+			want[strings.TrimSpace(k)] = true
+		}
+	}
 	const clients = 64
 	for b.Loop() {
-		raw := startRawRaft(b)
-		rpc := startBenchCluster(b, false)
-		http1 := startBenchCluster(b, true)
+		var raw *rawRaft
+		var rpc, http1 *benchCluster
+		if want["raw"] {
+			raw = startRawRaft(b)
+		}
+		if want["leader"] || want["spread"] || want["spread/ryw"] {
+			rpc = startBenchCluster(b, false)
+		}
+		if want["spread/http"] {
+			http1 = startBenchCluster(b, true)
+		}
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 128}}
 		defer hc.CloseIdleConnections()
 		var seq atomic.Int64
-		var sums [4]float64
-		var table strings.Builder
-		for r := 1; r <= rounds; r++ {
-			rates := [4]float64{
-				raw.load(b, clients, d),
-				postFlavors(b, hc, []string{rpc.leaderURL}, &seq, clients, d),
-				postFlavors(b, hc, rpc.urls, &seq, clients, d),
-				postFlavors(b, hc, http1.urls, &seq, clients, d),
-			}
-			for i, v := range rates {
-				sums[i] += v
-			}
-			fmt.Fprintf(&table, "  %-6d %-9.0f %-10.0f %-10.0f %-12.0f %-11.2f %-11.2f %.2f\n", r, rates[0], rates[1], rates[2], rates[3],
-				rates[1]/rates[0], rates[2]/rates[0], rates[3]/rates[0])
+		ryw := map[string]string{core.ReadYourWritesHeader: "true"}
+		run := map[string]func() float64{
+			"raw":         func() float64 { return raw.load(b, clients, d) },
+			"leader":      func() float64 { return postFlavors(b, hc, []string{rpc.leaderURL}, nil, &seq, clients, d) },
+			"spread":      func() float64 { return postFlavors(b, hc, rpc.urls, nil, &seq, clients, d) },
+			"spread/ryw":  func() float64 { return postFlavors(b, hc, rpc.urls, ryw, &seq, clients, d) },
+			"spread/http": func() float64 { return postFlavors(b, hc, http1.urls, nil, &seq, clients, d) },
 		}
+		sums := map[string]float64{}
+		var table strings.Builder
+		row := func(label string, rates map[string]float64) {
+			fmt.Fprintf(&table, "  %-6s", label)
+			for _, k := range names {
+				fmt.Fprintf(&table, " %-12s", rate(rates, k))
+			}
+			for _, k := range names[1:] {
+				fmt.Fprintf(&table, " %-12s", ratio(rates, k, "raw"))
+			}
+			table.WriteString("\n")
+		}
+		for r := 1; r <= rounds; r++ {
+			rates := map[string]float64{}
+			for _, k := range names {
+				if want[k] {
+					rates[k] = run[k]()
+					sums[k] += rates[k] / float64(rounds)
+				}
+			}
+			row(fmt.Sprint(r), rates)
+		}
+		row("all", sums)
 		for _, c := range []*benchCluster{rpc, http1} {
-			if c.h.Leader(10*time.Second) != c.leader {
+			if c != nil && c.h.Leader(10*time.Second) != c.leader {
 				b.Log("a corral leader changed during the run: the spread figures include forwarding to a new leader")
 			}
 		}
-		n := float64(rounds)
-		b.ReportMetric(sums[0]/n, "raw-commits/s")
-		b.ReportMetric(sums[1]/n, "leader-writes/s")
-		b.ReportMetric(sums[2]/n, "spread-writes/s")
-		b.ReportMetric(sums[3]/n, "spread-http-writes/s")
-		b.ReportMetric(sums[1]/sums[0], "leader/raw")
-		b.ReportMetric(sums[2]/sums[0], "spread/raw")
-		b.ReportMetric(sums[3]/sums[0], "spread-http/raw")
+		for _, k := range names {
+			if want[k] {
+				b.ReportMetric(sums[k], strings.ReplaceAll(k, "/", "-")+"-writes/s")
+			}
+			if k != "raw" && want[k] && want["raw"] {
+				b.ReportMetric(sums[k]/sums["raw"], strings.ReplaceAll(k, "/", "-")+"/raw")
+			}
+		}
 		fmt.Printf("\nAPI writes vs raw raft+boltdb: 3 peers in one process over loopback, %d clients, %s per round\n", clients, d)
 		fmt.Printf("machine: %s/%s, %d CPUs, %s, load average %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
 			runtime.Version(), loadAvg())
-		fmt.Printf("  %-6s %-9s %-10s %-10s %-12s %-11s %-11s %s\n", "round", "raw /s", "leader /s", "spread /s", "spread/http", "leader÷raw",
-			"spread÷raw", "spread/http÷raw")
-		fmt.Print(table.String())
-		fmt.Printf("  %-6s %-9.0f %-10.0f %-10.0f %-12.0f %-11.2f %-11.2f %.2f   (goals: ≥ 0.8, ≥ 0.6)\n", "all", sums[0]/n,
-			sums[1]/n, sums[2]/n, sums[3]/n, sums[1]/sums[0], sums[2]/sums[0], sums[3]/sums[0])
-		rpc.h.Close()
-		http1.h.Close()
-		raw.close()
+		fmt.Printf("  %-6s", "round")
+		for _, k := range names {
+			fmt.Printf(" %-12s", k+" /s")
+		}
+		for _, k := range names[1:] {
+			fmt.Printf(" %-12s", k+"÷raw")
+		}
+		fmt.Print("\n" + table.String() + "  (goals: leader÷raw ≥ 0.8, spread÷raw ≥ 0.6; spread/ryw: with X-Corral-Read-Your-Writes)\n")
+		for _, c := range []*benchCluster{rpc, http1} {
+			if c != nil {
+				c.h.Close()
+			}
+		}
+		if raw != nil {
+			raw.close()
+		}
 	}
+}
+
+// rate is k's writes per second in rates ("-" when it did not run).
+func rate(rates map[string]float64, k string) string {
+	if v, ok := rates[k]; ok {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return "-"
+}
+
+// ratio is rates[k] ÷ rates[of] ("-" when either did not run).
+func ratio(rates map[string]float64, k, of string) string {
+	v, ok1 := rates[k]
+	w, ok2 := rates[of]
+	if !ok1 || !ok2 || w == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v/w)
 }
 
 // benchCluster is three peers over loopback, each serving its API.
@@ -167,9 +234,9 @@ func serveTB(tb testing.TB, p *clustertest.Peer) string {
 }
 
 // postFlavors creates flavors from clients goroutines for d, client i
-// sending to urls[i % len(urls)], and returns the created flavors per
+// sending to urls[i % len(urls)] with the headers hdr, and returns the created flavors per
 // second. Any answer but 200 fails the benchmark.
-func postFlavors(tb testing.TB, hc *http.Client, urls []string, seq *atomic.Int64, clients int, d time.Duration) float64 {
+func postFlavors(tb testing.TB, hc *http.Client, urls []string, hdr map[string]string, seq *atomic.Int64, clients int, d time.Duration) float64 {
 	tb.Helper()
 	var n, bad atomic.Int64
 	var firstErr atomic.Value
@@ -184,6 +251,9 @@ func postFlavors(tb testing.TB, hc *http.Client, urls []string, seq *atomic.Int6
 				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 				req.Header.Set("X-Auth-Token", adminToken)
 				req.Header.Set("Content-Type", "application/json")
+				for k, v := range hdr {
+					req.Header.Set(k, v)
+				}
 				resp, err := hc.Do(req)
 				if err != nil {
 					bad.Add(1)
@@ -247,9 +317,11 @@ var benchRaft = cluster.RaftTimings{HeartbeatTimeout: time.Second, ElectionTimeo
 // for a leader.
 func startRawRaft(tb testing.TB) *rawRaft {
 	tb.Helper()
-	entry, err := fsm.Encode(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
+	// The entry corral's leader writes (in the encoding it writes once
+	// every peer reads it), so that both sides commit as many bytes.
+	entry, err := fsm.EncodeAs(&fsm.CreateFlavor{Meta: fsm.Meta{At: time.Now().UTC(), RequestID: "req-00000000-0000-0000-0000-000000000000"},
 		Flavor: fsm.Flavor{ID: "00000000-0000-4000-8000-000000000000", Name: "bench-000000", VCPUs: 2, RAM: 4096, Disk: 40,
-			RxTxFactor: 1, IsPublic: true}})
+			RxTxFactor: 1, IsPublic: true}}, fsm.EncodingMsgpack)
 	if err != nil {
 		tb.Fatal(err)
 	}

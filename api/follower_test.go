@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 
-	"github.com/corral-dev/corral/cluster"
-	"github.com/corral-dev/corral/cluster/clustertest"
-	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/testkit"
 )
 
@@ -116,90 +112,4 @@ func TestWritesThroughFollowerAPI(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// A DELETE is decided by the leader's state, not by the replica of the
-// peer that takes the request: a follower that has not yet applied the
-// create still deletes the server (no stale 404).
-func TestDeleteThroughLaggingFollowerIsDecidedByTheLeader(t *testing.T) {
-	t.Parallel()
-	// p3 keeps believing in its leader while its raft is cut; the others
-	// elect among themselves, with timeouts long enough that a loaded
-	// machine does not depose the leader while p3 is cut (the two of them
-	// are then the whole majority).
-	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) {
-		c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout, c.Raft.LeaderLeaseTimeout = time.Second, time.Second, time.Second
-		if c.Name == "p3" {
-			c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout = time.Minute, time.Minute
-		}
-	}})
-	leader := h.Leader(15 * time.Second)
-	lag := h.Peer("p3")
-	lts, fts := serve(t, leader), serve(t, lag)
-	testkit.Eventually(t, 15*time.Second, func() error {
-		if r := do(t, fts, "GET", "/readyz", "", "", nil); r.code != http.StatusOK {
-			return fmt.Errorf("%s readyz: %s", lag.Name, r)
-		}
-		return nil
-	})
-	r := do(t, lts, "POST", computeBase+"/flavors", adminToken, `{"flavor": {"id": "bm", "name": "bm", "ram": 1, "vcpus": 1, "disk": 1}}`, nil)
-	if r.code != http.StatusOK {
-		t.Fatalf("create flavor: %s", r)
-	}
-
-	h.CutRaft(lag.Name)
-	r = do(t, lts, "POST", computeBase+"/servers", adminToken, `{"server": {"name": "s1", "imageRef": "img", "flavorRef": "bm"}}`, nil)
-	if r.code != http.StatusAccepted {
-		t.Fatalf("create server on the leader: %s", r)
-	}
-	id, _ := get(t, r.json(t), "server", "id").(string)
-	if _, err := lag.Node.Store().Server(id); err == nil {
-		t.Fatalf("%s has applied the create: it does not lag, the test proves nothing", lag.Name)
-	}
-	if st := lag.Node.RaftStatus(); st.Leader != leader.Name {
-		t.Fatalf("%s believes the leader is %q, want %s", lag.Name, st.Leader, leader.Name)
-	}
-
-	deleted := make(chan response, 1)
-	go func() {
-		req, _ := http.NewRequest("DELETE", fts.URL+computeBase+"/servers/"+id, nil)
-		req.Header.Set("X-Auth-Token", adminToken)
-		resp, err := fts.Client().Do(req)
-		if err != nil {
-			deleted <- response{code: -1, body: []byte(err.Error())}
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		deleted <- response{code: resp.StatusCode, header: resp.Header, body: b}
-	}()
-	// The leader decides; the follower then waits to apply the delete
-	// itself, which it can once its raft is back.
-	testkit.Eventually(t, 15*time.Second, func() error {
-		select {
-		case r := <-deleted:
-			t.Fatalf("DELETE through %s answered before it could apply the leader's decision: %s", lag.Name, r)
-		default:
-		}
-		s, err := leader.Node.Store().Server(id)
-		if err != nil || s.Status != fsm.StatusDeleted {
-			return fmt.Errorf("server %s on the leader: %+v, %v", id, s, err)
-		}
-		return nil
-	})
-	h.Heal(lag.Name)
-	select {
-	case r = <-deleted:
-	case <-time.After(20 * time.Second):
-		t.Fatal("DELETE through the lagging follower did not answer after it healed")
-	}
-	if r.code != http.StatusNoContent {
-		t.Fatalf("DELETE through lagging %s: got %s, want 204", lag.Name, r)
-	}
-	if s, err := lag.Node.Store().Server(id); err != nil || s.Status != fsm.StatusDeleted {
-		t.Fatalf("server %s on %s after its DELETE answered: %+v, %v", id, lag.Name, s, err)
-	}
-	if r := do(t, fts, "GET", computeBase+"/servers/"+id, readerToken, "", nil); r.code != http.StatusNotFound {
-		t.Errorf("GET the deleted server through %s: %s", lag.Name, r)
-	}
 }

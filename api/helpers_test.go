@@ -74,22 +74,28 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// waitSettled waits until the peer has registered its own host and the
-// leader enabled the features: from then on only the test changes the
-// state.
-func waitSettled(t *testing.T, p *clustertest.Peer) {
+// waitSettled waits until every peer's replica holds every peer's host up
+// and every feature enabled: the leader commits those by itself once
+// gossip has spread, after the peers are ready. From then on only the test
+// (or a failure detector) changes the state, so that a test may compare
+// digests to show that a refused request changed nothing.
+func waitSettled(t *testing.T, peers ...*clustertest.Peer) {
 	t.Helper()
-	testkit.Eventually(t, 10*time.Second, func() error {
-		hst, err := p.Node.Store().Host(p.Name)
-		if err != nil {
-			return err
-		}
-		if hst.Status != fsm.HostUp {
-			return fmt.Errorf("host %s is %s", hst.Name, hst.Status)
-		}
-		for name := range fsm.FeatureCommands {
-			if !p.Node.Store().FeatureEnabled(name) {
-				return fmt.Errorf("feature %s is off", name)
+	testkit.Eventually(t, 15*time.Second, func() error {
+		for _, p := range peers {
+			for _, q := range peers {
+				hst, err := p.Node.Store().Host(q.Name)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.Name, err)
+				}
+				if hst.Status != fsm.HostUp {
+					return fmt.Errorf("%s sees host %s %s", p.Name, hst.Name, hst.Status)
+				}
+			}
+			for name := range fsm.FeatureCommands {
+				if !p.Node.Store().FeatureEnabled(name) {
+					return fmt.Errorf("%s: feature %s is off", p.Name, name)
+				}
 			}
 		}
 		return nil

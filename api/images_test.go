@@ -84,6 +84,7 @@ func TestImageRefWithGlance(t *testing.T) {
 		}
 		return nil
 	})
+	waitSettled(t, p)
 	if r := do(t, ts, http.MethodPost, computeBase+"/flavors", adminToken, `{"flavor": {"name": "f", "id": "f", "ram": 1, "vcpus": 1, "disk": 1}}`, nil); r.code != http.StatusOK {
 		t.Fatalf("flavor: %s", r)
 	}

@@ -245,8 +245,8 @@ func (s *Server) routeTable() []route {
 // Placement prefixes negotiate their microversion, their unknown paths
 // and methods too (core.Server.Group).
 func (s *Server) mount() {
-	s.core.Group(wire.ComputePrefix, nova.VersionMiddleware)
-	s.core.Group(wire.PlacementPrefix, placement.VersionMiddleware)
+	s.core.Group(wire.ComputePrefix, nova.Negotiate)
+	s.core.Group(wire.PlacementPrefix, placement.Negotiate)
 	for _, r := range s.routeTable() {
 		s.core.Route(r.method, r.path, r.role, r.handler)
 	}

@@ -14,7 +14,8 @@ type ServerQuery struct {
 	Status string // only servers with this status (ACTIVE, BUILD, ...)
 	Host   string // only servers owned by this host
 	Name   string // only servers whose name contains this
-	// Deleted lists deleted servers too (kept for deleted_retention).
+	// Deleted lists only the deleted servers still retained (deleted_retention),
+	// as Nova's deleted=true does for an admin; the live ones need a second list.
 	Deleted bool
 	// AllTenants lists every project's servers (Keystone admins).
 	AllTenants bool

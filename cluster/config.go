@@ -18,7 +18,7 @@ import (
 )
 
 // RaftTimings are the raft knobs an operator may tune. The defaults are
-// tuned for a LAN: a dead leader is replaced in about one second.
+// tuned for a LAN: a dead leader is replaced in well under a second.
 type RaftTimings struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
@@ -39,12 +39,21 @@ type GossipTimings struct {
 	PushPullInterval time.Duration
 }
 
-// DefaultRaftTimings returns LAN defaults (leader failover well under 2 s).
+// DefaultRaftTimings returns LAN defaults: the next write after a leader's
+// death commits within about two seconds. A second holds on a loaded
+// machine: peers share their hosts with other work, and a goroutine may
+// not run for some hundreds of milliseconds (300 ms held six elections in
+// three idle minutes of five peers on two busy cores under the race
+// detector, 500 ms one, a second none; docs/failover.md). Pre-vote keeps
+// a follower that stops hearing the leader (packet loss, a starved CPU)
+// from forcing an election, and the lease, as long as the heartbeat
+// timeout, outlasts lost heartbeats' retransmissions, so that the leader
+// does not step down for them.
 func DefaultRaftTimings() RaftTimings {
 	return RaftTimings{
-		HeartbeatTimeout:   500 * time.Millisecond,
-		ElectionTimeout:    500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond,
+		HeartbeatTimeout:   time.Second,
+		ElectionTimeout:    time.Second,
+		LeaderLeaseTimeout: time.Second,
 		CommitTimeout:      20 * time.Millisecond,
 		SnapshotInterval:   60 * time.Second,
 		SnapshotThreshold:  8192,
@@ -61,15 +70,38 @@ const DefaultDeadServerCleanupAfter = 5 * time.Minute
 const maxVersionLen = 40
 
 // DefaultRefusedGrace is Config.RefusedGrace's default: a killed process
-// is confirmed dead about a second after its ports close, while a process
-// that restarts within it keeps its servers.
-const DefaultRefusedGrace = time.Second
+// is confirmed dead about half a second after its ports close (five
+// probes in a row refused), while a process that restarts within it
+// keeps its servers.
+const DefaultRefusedGrace = 500 * time.Millisecond
 
-// DefaultGossipTimings returns LAN defaults.
+// DefaultDownGrace is Config.DownGrace's default: how long gossip's word
+// alone must last before it takes down a host that the leader still
+// hears. A peer starved of CPU flaps in gossip for a second or two at a
+// time under packet loss; a host that is paused, cut off or gone is not
+// held by it (the leader's silence or refused connections confirm it).
+const DefaultDownGrace = 5 * time.Second
+
+// DefaultSilentGrace is Config.SilentGrace's default: five of the
+// leader's pings in a row unanswered, and no other packet from the host.
+const DefaultSilentGrace = time.Second
+
+// MinSilentGrace is the shortest SilentGrace: three of the leader's pings
+// (hearing.go). A shorter one would take a host that gossip reports dead
+// down between two pings, for one lost packet.
+const MinSilentGrace = 3 * hearingPingEvery
+
+// DefaultGossipTimings returns LAN defaults: gossip declares a silent
+// member dead in about 1.5 s (a probe, then a suspicion of 3 probe
+// intervals that another member confirms). The probe timeout is well
+// under half the interval: a prober's indirect probes send their nacks
+// (Lifeguard: "I could not reach it either") a probe timeout after its
+// own timed out, and a nack must arrive within the interval, or a healthy
+// prober of a dead member counts itself unhealthy.
 func DefaultGossipTimings() GossipTimings {
 	return GossipTimings{
-		ProbeInterval:    500 * time.Millisecond,
-		ProbeTimeout:     250 * time.Millisecond,
+		ProbeInterval:    300 * time.Millisecond,
+		ProbeTimeout:     100 * time.Millisecond,
 		SuspicionMult:    3,
 		GossipInterval:   100 * time.Millisecond,
 		PushPullInterval: 15 * time.Second,
@@ -115,6 +147,12 @@ type Config struct {
 	// for gossip and DownGrace: its process is gone (liveness.go). 0:
 	// DefaultRefusedGrace; negative: off (deaths wait for gossip).
 	RefusedGrace time.Duration
+	// SilentGrace is how long the leader must also have heard nothing
+	// from a host that gossip reports dead (it pings every host itself)
+	// before it commits it down without waiting for DownGrace
+	// (hearing.go). 0: DefaultSilentGrace; negative: off (deaths that only
+	// gossip sees wait for DownGrace).
+	SilentGrace time.Duration
 	// UpGrace is how long a returning host must stay alive before it is
 	// marked up again (hysteresis against flapping).
 	UpGrace time.Duration
@@ -253,6 +291,9 @@ func (c *Config) setDefaults() {
 	if c.forwardRPC() {
 		settings[settingForwardRPC] = forward.RPCVersion
 	}
+	if _, set := settings[settingEncodings]; !set {
+		settings[settingEncodings] = fsm.KnownEncodings() // "0" is how an older peer is played in tests
+	}
 	if v := c.Version; v != "" {
 		// Gossip metadata must stay within memberlist's 512 bytes.
 		settings[settingVersion] = v[:min(len(v), maxVersionLen)]
@@ -268,10 +309,13 @@ func (c *Config) setDefaults() {
 		c.DeadGrace = 10 * time.Second
 	}
 	if c.DownGrace == 0 {
-		c.DownGrace = 1500 * time.Millisecond
+		c.DownGrace = DefaultDownGrace
 	}
 	if c.RefusedGrace == 0 {
 		c.RefusedGrace = DefaultRefusedGrace
+	}
+	if c.SilentGrace == 0 {
+		c.SilentGrace = DefaultSilentGrace
 	}
 	if c.UpGrace == 0 {
 		c.UpGrace = time.Second
@@ -332,6 +376,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Raft.ElectionTimeout < c.Raft.HeartbeatTimeout {
 		errs = append(errs, fmt.Errorf("raft election timeout %s must be at least the heartbeat timeout %s", c.Raft.ElectionTimeout, c.Raft.HeartbeatTimeout))
+	}
+	if c.SilentGrace > 0 && c.SilentGrace < MinSilentGrace {
+		errs = append(errs, fmt.Errorf("failover silent grace %s must be at least %s (the leader pings every %s), or off",
+			c.SilentGrace, MinSilentGrace, hearingPingEvery))
 	}
 	if c.FreezeFraction < 0 || c.FreezeFraction > 1 {
 		errs = append(errs, fmt.Errorf("failover freeze fraction %v must be in (0, 1] (0 means the default, 0.5)", c.FreezeFraction))

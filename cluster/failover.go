@@ -21,20 +21,22 @@ type failover struct {
 	health int             // the health score the last judgement applied
 	stuck  map[string]bool // hosts whose servers had nowhere to go (logged once)
 	live   *liveness       // the leader's probes (liveness.go); nil: none
+	ears   *hearing        // the leader's pings (hearing.go); nil: none
 	// next is when the earliest pending grace runs out (zero: none), so
 	// that the leader loop reconciles then rather than on its next tick.
 	next time.Time
 }
 
-func newFailover(since time.Time, live *liveness) *failover {
+func newFailover(since time.Time, live *liveness, ears *hearing) *failover {
 	return &failover{mem: judgeMemory{since: since, nominated: map[string]time.Time{}, downAt: map[string]time.Time{}},
-		stuck: map[string]bool{}, live: live}
+		stuck: map[string]bool{}, live: live, ears: ears}
 }
 
 // judgeSettings are this peer's failover settings.
 func (n *Node) judgeSettings() judgeSettings {
-	return judgeSettings{downGrace: n.cfg.DownGrace, upGrace: n.cfg.UpGrace, refusedGrace: n.cfg.RefusedGrace,
-		deadGrace: n.cfg.DeadGrace, detectWindow: n.gossipDetectWindow(), freeze: n.cfg.FreezeFraction}
+	return judgeSettings{downGrace: n.cfg.DownGrace, silentGrace: n.cfg.SilentGrace, upGrace: n.cfg.UpGrace,
+		refusedGrace: n.cfg.RefusedGrace, deadGrace: n.cfg.DeadGrace, detectWindow: n.gossipDetectWindow(),
+		freeze: n.cfg.FreezeFraction}
 }
 
 // reconcileHosts keeps the log's host list in step with gossip and the
@@ -43,8 +45,10 @@ func (n *Node) judgeSettings() judgeSettings {
 // the freeze).
 func (n *Node) reconcileHosts(ctx context.Context, members []memberState, fo *failover) error {
 	refused, back := fo.live.snapshot()
-	in := judgeInput{now: time.Now(), members: members, hosts: n.store.Hosts(), refused: refused, back: back,
-		health: n.gossip.healthScore()}
+	hosts := n.store.Hosts()
+	listening, heard := fo.ears.snapshot(hosts, n.gossip.heard)
+	in := judgeInput{now: time.Now(), members: members, hosts: hosts, refused: refused, back: back,
+		health: n.gossip.healthScore(), listening: listening, heard: heard, self: n.cfg.Name}
 	v := judge(in, n.judgeSettings(), fo.mem)
 	fo.next, fo.mem.nominated = v.next, v.nominated
 	if v.health != fo.health {

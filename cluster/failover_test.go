@@ -80,9 +80,13 @@ func TestFailoverFreezesOnMassLoss(t *testing.T) {
 	})
 }
 
-// A dead host is confirmed only after the grace: a short blip is not a death.
+// On gossip's word alone (the leader not judging by its own pings), a dead
+// host is confirmed only after the grace: a short blip is not a death.
 func TestDeadHostConfirmedAfterGrace(t *testing.T) {
-	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) { c.DownGrace = 2 * time.Second }})
+	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) {
+		c.DownGrace = 2 * time.Second
+		c.SilentGrace = -1
+	}})
 	leader := h.Leader(10 * time.Second)
 	victim := h.Followers(leader)[0].Name
 	testkit.Eventually(t, 10*time.Second, func() error {
@@ -105,4 +109,36 @@ func TestDeadHostConfirmedAfterGrace(t *testing.T) {
 	if took := time.Since(killed); took < 2*time.Second {
 		t.Fatalf("host marked down %s after the kill, before the 2s grace", took)
 	}
+}
+
+// A host cut off from every peer (raft and gossip) is dead to gossip and
+// silent to the leader's own pings: the leader confirms it on both without
+// waiting for down_grace (a minute here, longer than the test may take).
+// Healed, it comes back up.
+func TestSilentHostConfirmedWithoutDownGrace(t *testing.T) {
+	h := clustertest.Start(t, 3, clustertest.Options{Tweak: func(c *cluster.Config) { c.DownGrace = time.Minute }})
+	leader := h.Leader(10 * time.Second)
+	victim := h.Followers(leader)[0].Name
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if len(leader.Node.Store().Hosts()) != 3 {
+			return errors.New("hosts not registered")
+		}
+		return nil
+	})
+	h.Partition(victim)
+	testkit.Eventually(t, 20*time.Second, func() error {
+		hst, _ := h.Leader(10 * time.Second).Node.Store().Host(victim)
+		if hst.Status != fsm.HostDown {
+			return fmt.Errorf("%s is %s", victim, hst.Status)
+		}
+		return nil
+	})
+	h.Heal(victim)
+	testkit.Eventually(t, 30*time.Second, func() error {
+		hst, _ := h.Leader(10 * time.Second).Node.Store().Host(victim)
+		if hst.Status != fsm.HostUp {
+			return fmt.Errorf("%s is %s after the heal", victim, hst.Status)
+		}
+		return nil
+	})
 }

@@ -29,8 +29,9 @@ const settingForwardRPC = "forward_rpc"
 // route is where this peer forwards to the leader now: its raft port,
 // over the RPC, or its API, over HTTP.
 type route struct {
-	rpc  bool
-	addr string
+	rpc    bool
+	addr   string
+	leader string // its name
 }
 
 // leaderRoute returns the route to the current leader.
@@ -41,10 +42,10 @@ func (n *Node) leaderRoute() (route, error) {
 	}
 	m, ok := n.admittedMember(string(id))
 	if n.rpc != nil && ok && addr != "" && m.Meta.Settings[settingForwardRPC] == forward.RPCVersion {
-		return route{rpc: true, addr: string(addr)}, nil
+		return route{rpc: true, addr: string(addr), leader: string(id)}, nil
 	}
 	api, err := n.apiOf(string(id), m, ok)
-	return route{addr: api}, err
+	return route{addr: api, leader: string(id)}, err
 }
 
 // forwardApply sends cmd to the leader and counts the outcome.
@@ -53,7 +54,7 @@ func (n *Node) forwardApply(ctx context.Context, cmd fsm.Command) (uint64, error
 	if err != nil {
 		return 0, err
 	}
-	data, err := fsm.Encode(cmd)
+	data, err := fsm.EncodeAs(cmd, n.forwardEncoding(to.leader))
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", cmd.Type(), err)
 	}

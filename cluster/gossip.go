@@ -3,10 +3,12 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +66,9 @@ type gossip struct {
 	secret *peerSecret // seals this peer's metadata and opens the others' (nil with TLS)
 	log    *slog.Logger
 	events chan struct{} // poked on every membership change (non-blocking)
+	// heard keeps when a gossip packet last came from each watched
+	// address (hearing.go).
+	heard *packetLog
 
 	mu      sync.Mutex
 	meta    memberMeta
@@ -82,6 +87,7 @@ func newGossip(cfg *Config, meta memberMeta, kr *keyring, secret *peerSecret, lo
 		events:  make(chan struct{}, 1),
 		meta:    meta,
 		members: map[string]*memberState{},
+		heard:   newPacketLog(),
 	}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = cfg.Name
@@ -106,20 +112,23 @@ func newGossip(cfg *Config, meta memberMeta, kr *keyring, secret *peerSecret, lo
 	mc.Delegate = g
 	mc.Events = g
 	mc.Logger = newMemberlistLogger(logger.With("component", "gossip"))
-	if cfg.GossipCut != nil {
-		t, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-			BindAddrs: []string{cfg.BindAddr}, BindPort: cfg.GossipPort, Logger: mc.Logger,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
-		}
-		mc.Transport = &cutTransport{NetTransport: t, cut: cfg.GossipCut}
+	nt, err := netTransport(cfg.BindAddr, cfg.GossipPort, mc.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
 	}
+	if cfg.GossipPort == 0 {
+		// Advertise the port bound, as memberlist does with its own transport.
+		mc.BindPort = nt.GetAutoBindPort()
+		mc.AdvertisePort = mc.BindPort
+	}
+	var t memberlist.NodeAwareTransport = nt
+	if cfg.GossipCut != nil {
+		t = &cutTransport{NetTransport: nt, cut: cfg.GossipCut}
+	}
+	mc.Transport = newListeningTransport(t, g.heard)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
-		if mc.Transport != nil {
-			_ = mc.Transport.Shutdown()
-		}
+		_ = mc.Transport.Shutdown()
 		return nil, fmt.Errorf("start gossip on %s:%d: %w (is the port in use?)", cfg.BindAddr, cfg.GossipPort, err)
 	}
 	g.ml = ml
@@ -260,6 +269,19 @@ func (g *gossip) member(name string) (memberState, bool) {
 // slow one (starved of CPU, its network lossy).
 func (g *gossip) healthScore() int { return g.ml.GetHealthScore() }
 
+// ping sends one gossip ping straight to the member name at addr
+// (host:port) and reports whether its process answered within the probe
+// timeout. Only a running memberlist answers: a paused process, a host cut
+// off or a lost packet all go unanswered.
+func (g *gossip) ping(name, addr string) bool {
+	a, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return false
+	}
+	_, err = g.ml.Ping(name, a)
+	return err == nil
+}
+
 // join contacts the given gossip addresses; it returns how many answered.
 func (g *gossip) join(addrs []string) (int, error) {
 	return g.ml.Join(addrs)
@@ -280,6 +302,19 @@ func (g *gossip) leave(timeout time.Duration) error {
 
 func (g *gossip) shutdown() error {
 	return g.ml.Shutdown()
+}
+
+// netTransport is memberlist's network transport, which this peer wraps
+// (listeningTransport, and cutTransport in tests). On port 0 the kernel
+// picks a TCP port that UDP may hold already: like memberlist with its
+// own transport, it tries again then.
+func netTransport(addr string, port int, logger *log.Logger) (*memberlist.NetTransport, error) {
+	for try := 1; ; try++ {
+		t, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{addr}, BindPort: port, Logger: logger})
+		if err == nil || port != 0 || try == 10 || !strings.Contains(err.Error(), "address already in use") {
+			return t, err
+		}
+	}
 }
 
 // cutTransport drops the gossip this peer sends to the addresses cut
@@ -316,4 +351,103 @@ func (t *cutTransport) DialAddressTimeout(a memberlist.Address, timeout time.Dur
 		return nil, fmt.Errorf("gossip to %s is cut", a.Addr)
 	}
 	return t.NetTransport.DialAddressTimeout(a, timeout)
+}
+
+// packetLog keeps when a gossip packet last came from each watched address
+// (host:port): any packet, whatever memberlist makes of it, as a late
+// answer to a ping still shows that the process runs and reaches us.
+// Only addresses being watched are kept, so a stranger's packets cost
+// nothing.
+type packetLog struct {
+	mu    sync.Mutex
+	last  map[string]time.Time
+	watch map[string]bool
+}
+
+func newPacketLog() *packetLog {
+	return &packetLog{last: map[string]time.Time{}, watch: map[string]bool{}}
+}
+
+// watchOnly sets the addresses to keep (and forgets the others).
+func (l *packetLog) watchOnly(addrs []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		w[a] = true
+	}
+	l.watch = w
+	for a := range l.last {
+		if !w[a] {
+			delete(l.last, a)
+		}
+	}
+}
+
+func (l *packetLog) saw(addr string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watch[addr] && at.After(l.last[addr]) {
+		l.last[addr] = at
+	}
+}
+
+// lastFrom returns when a packet last came from addr (zero: none yet).
+func (l *packetLog) lastFrom(addr string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last[addr]
+}
+
+// listeningTransport is memberlist's transport with every packet received
+// noted in a packetLog on its way to memberlist.
+type listeningTransport struct {
+	memberlist.NodeAwareTransport
+	log      *packetLog
+	ch       chan *memberlist.Packet
+	stopping chan struct{} // closed when Shutdown begins: packets are dropped
+	done     chan struct{} // closed once the transport has stopped
+	once     sync.Once
+}
+
+func newListeningTransport(t memberlist.NodeAwareTransport, log *packetLog) *listeningTransport {
+	lt := &listeningTransport{NodeAwareTransport: t, log: log, ch: make(chan *memberlist.Packet),
+		stopping: make(chan struct{}), done: make(chan struct{})}
+	go lt.relay()
+	return lt
+}
+
+// PacketCh implements memberlist.Transport.
+func (t *listeningTransport) PacketCh() <-chan *memberlist.Packet { return t.ch }
+
+// Shutdown implements memberlist.Transport. Meanwhile the relay drains
+// the packets the listeners still hand over (they would block on them,
+// and the transport's shutdown waits for them), whether or not memberlist
+// still reads.
+func (t *listeningTransport) Shutdown() error {
+	var err error
+	t.once.Do(func() {
+		close(t.stopping)
+		err = t.NodeAwareTransport.Shutdown()
+		close(t.done)
+	})
+	return err
+}
+
+func (t *listeningTransport) relay() {
+	in := t.NodeAwareTransport.PacketCh()
+	for {
+		select {
+		case p := <-in:
+			if p.From != nil {
+				t.log.saw(p.From.String(), p.Timestamp)
+			}
+			select {
+			case t.ch <- p:
+			case <-t.stopping:
+			}
+		case <-t.done:
+			return
+		}
+	}
 }

@@ -8,9 +8,9 @@ import (
 )
 
 // The failover judge: a pure function from what the leader sees (gossip's
-// members, the log's hosts, the refusals its probes met, its own gossip
-// health, the clock) and what it remembers of this leadership to
-// verdicts: the hosts to register, take back up or mark left, the deaths
+// members, the log's hosts, the refusals its probes met, what it heard
+// from each host, its own gossip health, the clock) and what it remembers
+// of this leadership to verdicts: the hosts to register, take back up or mark left, the deaths
 // to confirm, or a freeze. It reads no clock, commits nothing and logs
 // nothing; the leader loop (failover.go) gathers its inputs, commits its
 // verdicts and keeps the metrics. docs/failover.md states its rules, and
@@ -24,11 +24,18 @@ type judgeInput struct {
 	refused map[string]refusals  // hosts in a run of refused probes (liveness.go)
 	back    map[string]time.Time // when a host that had refused accepted connections again
 	health  int                  // this peer's gossip health score (Lifeguard): 0 is healthy
+	// listening is when this leader began to ping the hosts itself (zero:
+	// it does not), heard when it last heard from each other host
+	// (hearing.go); self is this leader's own host.
+	listening time.Time
+	heard     map[string]time.Time
+	self      string
 }
 
 // judgeSettings are the failover settings the judge applies.
 type judgeSettings struct {
-	downGrace    time.Duration // gossip's word is confirmed after it (doubled while this peer is unhealthy)
+	downGrace    time.Duration // gossip's word alone is confirmed after it (doubled while this peer is unhealthy)
+	silentGrace  time.Duration // gossip's word is confirmed once this leader has heard nothing from the host for it; negative: not used
 	upGrace      time.Duration // continuous life a returning host needs
 	refusedGrace time.Duration // refusals are confirmed after it; negative: refusals are not used
 	deadGrace    time.Duration // a host unknown to gossip since the leadership began is nominated after it
@@ -73,7 +80,8 @@ type hostUpdate struct {
 }
 
 // death is a confirmed death: the host to mark down, when its death was
-// nominated, and the evidence ("gossip" or "connections refused").
+// nominated, and the evidence (gossip's word, alone or with the leader's
+// own silence, or connections refused).
 type death struct {
 	host     string
 	since    time.Time
@@ -90,6 +98,7 @@ type nomination struct {
 // Evidence of a death.
 const (
 	evidenceGossip  = "gossip"
+	evidenceSilent  = "gossip, and silent to the leader"
 	evidenceRefused = "connections refused"
 )
 
@@ -102,7 +111,9 @@ const freezeWindow = 10 * time.Second
 const maxHealthStretch = 1
 
 // judge applies the failover rules. With hysteresis: a dead member is
-// marked down only after the down grace, a returning one up only after the
+// marked down once the leader has not heard from it for the silent grace
+// either (while the leader is healthy and listens), else only after the
+// down grace; a returning one up only after the
 // up grace of continuous life (and no sooner than that after it was
 // marked down or left); departed members are marked left at once. A host
 // unknown to gossip since this leadership began is nominated after the
@@ -145,6 +156,12 @@ func judge(in judgeInput, set judgeSettings, mem judgeMemory) verdicts {
 	// waits longer before acting on them; refusals are not gossip's.
 	v.health = min(max(in.health, 0), maxHealthStretch)
 	v.downGrace = set.downGrace * time.Duration(1+v.health)
+	// A healthy leader that pings the hosts itself judges gossip's word by
+	// its own ears: a host silent to it for the silent grace is dead at
+	// once; one it still hears waits for the down grace, as on gossip's
+	// word alone.
+	listens := set.silentGrace >= 0 && !in.listening.IsZero() && v.health == 0
+	evidence := map[string]string{}
 
 	hosts := make(map[string]fsm.Host, len(in.hosts))
 	for _, h := range in.hosts {
@@ -157,6 +174,12 @@ func judge(in judgeInput, set judgeSettings, mem judgeMemory) verdicts {
 		status[name] = st
 	}
 	seen := map[string]bool{}
+	lost := map[string]bool{} // the hosts counted in v.lost
+	judging := false          // a host up in the log is nominated dead
+	lose := func(name string) {
+		v.lost++
+		lost[name] = true
+	}
 	var candidates []string
 	for _, m := range in.members {
 		seen[m.Name] = true
@@ -169,7 +192,8 @@ func judge(in judgeInput, set judgeSettings, mem judgeMemory) verdicts {
 					continue // gone, whatever gossip still says
 				}
 				if inRun {
-					v.lost++
+					lose(m.Name)
+					judging = true
 					if _, ok := v.nominated[m.Name]; !ok {
 						v.nominated[m.Name] = since
 					}
@@ -199,7 +223,8 @@ func judge(in judgeInput, set judgeSettings, mem judgeMemory) verdicts {
 			if !known || h.Status != fsm.HostUp {
 				continue
 			}
-			v.lost++
+			lose(m.Name)
+			judging = true
 			nom, ok := v.nominated[m.Name]
 			if !ok {
 				nom = later(m.Changed, mem.since)
@@ -207,9 +232,18 @@ func judge(in judgeInput, set judgeSettings, mem judgeMemory) verdicts {
 				v.nominations = append(v.nominations, nomination{host: m.Name})
 			}
 			_, confirmed, _ := refusal(m.Name)
-			if confirmed || now.Sub(nom) >= v.downGrace {
+			switch heard := later(in.heard[m.Name], in.listening); {
+			case confirmed:
 				candidates = append(candidates, m.Name)
-			} else {
+			case listens && now.Sub(heard) >= set.silentGrace:
+				candidates = append(candidates, m.Name)
+				evidence[m.Name] = evidenceSilent
+			case now.Sub(nom) >= v.downGrace:
+				candidates = append(candidates, m.Name)
+			case listens:
+				due(heard.Add(set.silentGrace))
+				due(nom.Add(v.downGrace))
+			default:
 				due(nom.Add(v.downGrace))
 			}
 		case MemberLeft:
@@ -235,7 +269,7 @@ func judge(in judgeInput, set judgeSettings, mem judgeMemory) verdicts {
 			// ones still being judged: gossip notices simultaneous deaths a
 			// little apart.
 			if at, ok := mem.downAt[h.Name]; ok && now.Sub(at) < freezeWindow {
-				v.lost++
+				lose(h.Name)
 				v.up++
 			}
 			continue
@@ -247,23 +281,48 @@ func judge(in judgeInput, set judgeSettings, mem judgeMemory) verdicts {
 		if seen[h.Name] || now.Sub(mem.since) < set.deadGrace {
 			continue
 		}
-		v.lost++
+		lose(h.Name)
+		judging = true
 		if _, ok := v.nominated[h.Name]; !ok {
 			v.nominated[h.Name] = mem.since
 			v.nominations = append(v.nominations, nomination{host: h.Name, unknown: true})
 		}
 		candidates = append(candidates, h.Name)
 	}
+	// The hosts this leader has not heard for about the silent grace (one
+	// ping less: the pings of hosts lost together are up to a ping apart)
+	// count as lost at once with those being judged, though gossip has not
+	// reported them yet: gossip reports simultaneous deaths a little
+	// apart, and a death confirmed on silence waits for no grace in which
+	// the others would show. Silence alone is not a loss, nor is it while
+	// only deaths already confirmed count.
+	if listens && judging {
+		for _, h := range in.hosts {
+			st, ok := status[h.Name]
+			if !ok {
+				st = h.Status
+			}
+			if h.Name == in.self || st != fsm.HostUp || lost[h.Name] {
+				continue
+			}
+			if now.Sub(later(in.heard[h.Name], in.listening)) >= set.silentGrace-hearingPingEvery {
+				lose(h.Name)
+			}
+		}
+	}
 	if v.lost > 0 && float64(v.lost) > set.freeze*float64(v.up) {
 		v.frozen = true
 		return v
 	}
 	for _, name := range candidates {
-		evidence := evidenceGossip
-		if _, confirmed, _ := refusal(name); confirmed {
-			evidence = evidenceRefused
+		ev := evidenceGossip
+		if e, ok := evidence[name]; ok {
+			ev = e
 		}
-		v.downs = append(v.downs, death{host: name, since: v.nominated[name], evidence: evidence})
+		if _, confirmed, _ := refusal(name); confirmed {
+			ev = evidenceRefused
+		}
+		v.downs = append(v.downs, death{host: name, since: v.nominated[name], evidence: ev})
 	}
 	return v
 }

@@ -28,6 +28,13 @@ type world struct {
 	back    map[string]time.Time
 	health  int
 	mem     judgeMemory
+	// listening and heard are the leader's own pings (hearing.go). A host
+	// with no entry in heard answered the latest ping (TestJudge hears it
+	// at the case's now), unless silent names it: then it has not
+	// answered in this leadership.
+	listening time.Time
+	heard     map[string]time.Time
+	silence   map[string]bool
 }
 
 func addrs(name string) (raft, api, gossip string) {
@@ -35,7 +42,7 @@ func addrs(name string) (raft, api, gossip string) {
 }
 
 func fleet(n int) *world {
-	w := &world{refused: map[string]refusals{}, back: map[string]time.Time{},
+	w := &world{refused: map[string]refusals{}, back: map[string]time.Time{}, heard: map[string]time.Time{}, silence: map[string]bool{},
 		mem: judgeMemory{since: leadStart, nominated: map[string]time.Time{}, downAt: map[string]time.Time{}}}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("p%d", i)
@@ -120,6 +127,42 @@ func (w *world) restarted(name string, at time.Duration) *world {
 	return w
 }
 
+// listens: the leader has pinged the hosts itself since at.
+func (w *world) listens(at time.Duration) *world {
+	w.listening = ts(at)
+	return w
+}
+
+// answered: name last answered the leader's ping at at.
+func (w *world) answered(name string, at time.Duration) *world {
+	w.heard[name] = ts(at)
+	return w
+}
+
+// silent: the leader has not heard from name in this leadership.
+func (w *world) silent(names ...string) *world {
+	for _, name := range names {
+		w.silence[name] = true
+	}
+	return w
+}
+
+// heardAt is what the leader (p1, which pings nobody but the others)
+// heard from each host at now: what the case says, and the latest ping's
+// answer from every other host.
+func (w *world) heardAt(now time.Time) map[string]time.Time {
+	if w.listening.IsZero() {
+		return nil
+	}
+	heard := maps.Clone(w.heard)
+	for _, h := range w.hosts {
+		if _, ok := heard[h.Name]; !ok && !w.silence[h.Name] && h.Name != "p1" {
+			heard[h.Name] = now
+		}
+	}
+	return heard
+}
+
 func (w *world) unhealthy(score int) *world {
 	w.health = score
 	return w
@@ -153,8 +196,8 @@ func (w *world) noRaftAddr(name string) *world {
 }
 
 func defaultSettings() judgeSettings {
-	return judgeSettings{downGrace: 1500 * time.Millisecond, upGrace: time.Second, refusedGrace: time.Second,
-		deadGrace: 10 * time.Second, detectWindow: 2 * time.Second, freeze: 0.5}
+	return judgeSettings{downGrace: 1500 * time.Millisecond, silentGrace: time.Second, upGrace: time.Second,
+		refusedGrace: time.Second, deadGrace: 10 * time.Second, detectWindow: 2 * time.Second, freeze: 0.5}
 }
 
 // none marks a case that wants no pending grace.
@@ -202,6 +245,53 @@ var judgeCases = []judgeCase{
 	{rule: "a dead member the log has down already, or does not know, changes nothing",
 		world: fleet(3).status("p2", fsm.HostDown, -time.Hour).dead("p2", -time.Hour).dead("p9", -time.Hour),
 		at:    20 * time.Second, nominated: map[string]time.Duration{}, next: none},
+
+	// The leader's own ears: gossip's word with the leader's silence.
+	{rule: "a host gossip reports dead that has not answered the leader's pings for silent_grace is marked down at once, without down_grace",
+		world: fleet(3).listens(0).answered("p2", 500*time.Millisecond).dead("p2", 2*time.Second), at: 2 * time.Second,
+		downs: []string{"p2 gossip, and silent to the leader"}},
+	{rule: "a host gossip reports dead that answered the leader within silent_grace is not marked down; the leader reconciles when its silence may reach the grace",
+		world: fleet(3).listens(0).answered("p2", 1500*time.Millisecond).dead("p2", time.Second), at: 2 * time.Second,
+		nominated: map[string]time.Duration{"p2": time.Second}, next: 2500 * time.Millisecond},
+	{rule: "a host the leader still hears is not marked down before down_grace, however long gossip has said dead",
+		world: fleet(3).listens(0).answered("p2", 1400*time.Millisecond).dead("p2", 0), at: 1400 * time.Millisecond,
+		next: 1500 * time.Millisecond},
+	{rule: "... and is marked down on gossip's word alone once down_grace has run out",
+		world: fleet(3).listens(0).answered("p2", 1500*time.Millisecond).dead("p2", 0), at: 1500 * time.Millisecond,
+		downs: []string{"p2 gossip"}},
+	{rule: "the leader's silence counts from when it began to listen: a new leader hears silent_grace for itself first",
+		world: fleet(3).listens(0).silent("p2").dead("p2", -time.Minute), at: 900 * time.Millisecond, next: time.Second},
+	{rule: "... then confirms a death gossip saw before its leadership",
+		world: fleet(3).listens(0).silent("p2").dead("p2", -time.Minute), at: time.Second,
+		downs: []string{"p2 gossip, and silent to the leader"}},
+	{rule: "a leader whose own gossip health is poor does not trust its ears: gossip's word waits for the doubled down_grace",
+		world: fleet(3).listens(0).silent("p2").dead("p2", 0).unhealthy(1), at: 2 * time.Second, next: 3 * time.Second},
+	{rule: "... nor does its hearing hold a death back then",
+		world: fleet(3).listens(0).answered("p2", 2900*time.Millisecond).dead("p2", 0).unhealthy(1), at: 3 * time.Second,
+		downs: []string{"p2 gossip"}},
+	{rule: "silence without gossip's word is no death",
+		world: fleet(3).listens(0).silent("p2", "p3"), at: 10 * time.Second, next: none},
+	{rule: "with silent_grace off, the leader's ears count for nothing: gossip's word waits for down_grace",
+		world: fleet(3).listens(0).answered("p2", 1400*time.Millisecond).dead("p2", 0), at: 1500 * time.Millisecond,
+		set: func(s *judgeSettings) { s.silentGrace = -1 }, downs: []string{"p2 gossip"}},
+	{rule: "hosts the leader has not heard for silent_grace less one ping count as lost at once with a host gossip reports dead and silent: losing three of five so freezes",
+		world: fleet(5).listens(0).answered("p2", 100*time.Millisecond).answered("p3", 300*time.Millisecond).
+			answered("p4", 250*time.Millisecond).dead("p2", 1100*time.Millisecond), at: 1100 * time.Millisecond, frozen: true},
+	{rule: "... a host heard more recently than that does not count",
+		world: fleet(5).listens(0).answered("p2", 100*time.Millisecond).answered("p3", 400*time.Millisecond).
+			answered("p4", 250*time.Millisecond).dead("p2", 1100*time.Millisecond), at: 1100 * time.Millisecond,
+		downs: []string{"p2 gossip, and silent to the leader"}},
+	{rule: "silence alone freezes nothing: the hosts gossip sees alive are judged by gossip",
+		world: fleet(5).listens(0).silent("p2", "p3", "p4"), at: 5 * time.Second, next: none},
+	{rule: "... nor while only a death confirmed in the last 10 s counts as lost",
+		world: fleet(3).listens(0).status("p2", fsm.HostDown, 4*time.Second).confirmed("p2", 4*time.Second).dead("p2", 3*time.Second).
+			silent("p2", "p3"), at: 5 * time.Second, next: none},
+	{rule: "a leader whose own gossip health is poor does not count the hosts it does not hear as lost",
+		world: fleet(5).listens(0).silent("p2", "p3", "p4").dead("p2", 0).unhealthy(1), at: 3 * time.Second,
+		downs: []string{"p2 gossip"}},
+	{rule: "refusals confirm a death whatever the leader heard",
+		world: fleet(3).listens(0).answered("p2", 1900*time.Millisecond).dead("p2", time.Second).refusing("p2", 0, time.Second),
+		at:    2 * time.Second, downs: []string{"p2 connections refused"}},
 
 	// Refused connections: the process is gone.
 	{rule: "a host whose two ports refused for refused_grace is marked down at once, though gossip still says alive",
@@ -319,7 +409,8 @@ func TestJudge(t *testing.T) {
 			}
 			w := c.world
 			nominatedBefore, downAtBefore := maps.Clone(w.mem.nominated), maps.Clone(w.mem.downAt)
-			in := judgeInput{now: ts(c.at), members: w.members, hosts: w.hosts, refused: w.refused, back: w.back, health: w.health}
+			in := judgeInput{now: ts(c.at), members: w.members, hosts: w.hosts, refused: w.refused, back: w.back, health: w.health,
+				listening: w.listening, heard: w.heardAt(ts(c.at)), self: "p1"}
 			v := judge(in, set, w.mem)
 
 			var updates, downs []string

@@ -64,11 +64,18 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	// Every failure timer starts afresh with this leadership: nobody is
 	// judged on another leader's clock.
 	lv := newLiveness()
-	fo := newFailover(time.Now(), lv)
+	var ears *hearing
+	if n.cfg.SilentGrace >= 0 {
+		ears = newHearing(time.Now())
+	}
+	fo := newFailover(time.Now(), lv, ears)
 	n.log.Info("leader ready", "term", term)
 	go n.purgeLoop(ctx)
 	if n.cfg.RefusedGrace >= 0 {
 		go n.livenessLoop(ctx, lv)
+	}
+	if ears != nil {
+		go n.hearingLoop(ctx, ears)
 	}
 	tick := time.NewTicker(n.cfg.ReconcileInterval)
 	defer tick.Stop()

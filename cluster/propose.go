@@ -52,13 +52,57 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (uint64, error) {
 		ctx, cancel = context.WithTimeout(ctx, 2*n.cfg.Raft.ApplyTimeout)
 		defer cancel()
 	}
-	// Retried while the write was certainly not applied (no leader, or
-	// not delivered), until ctx ends or this peer stops.
+	idx, err := n.propose(ctx, cmd, start)
+	if err != nil {
+		return idx, err
+	}
+	return idx, n.AwaitApplied(ctx, idx)
+}
+
+// ProposeCommitted commits cmd as Propose does, forwarded to the leader
+// from a follower, and returns once the leader has applied it: every read
+// at default or linearizable consistency, on any peer, sees it from then
+// on, and so does a stale read on the leader. A follower's own replica
+// may not have applied it yet (it learns the commit index from the
+// leader's next AppendEntries); AwaitApplied waits for that.
+func (n *Node) ProposeCommitted(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	start := time.Now()
+	defer func() { n.metrics.proposeLatency.Observe(time.Since(start).Seconds()) }()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*n.cfg.Raft.ApplyTimeout)
+		defer cancel()
+	}
+	return n.propose(ctx, cmd, start)
+}
+
+// AwaitApplied waits until this peer has applied the entry at idx (one
+// that ProposeCommitted returned), so that a read of this replica sees it.
+func (n *Node) AwaitApplied(ctx context.Context, idx uint64) error {
+	if err := n.waitApplied(ctx, idx); err != nil {
+		return fmt.Errorf("write committed at index %d but not yet applied on %s: %w", idx, n.cfg.Name, err)
+	}
+	return nil
+}
+
+// propose commits cmd once, and again while the write was certainly not
+// applied (no leader, or not delivered), until ctx ends or this peer
+// stops. The first attempt is made without the retry's machinery: it is
+// the one nearly every write needs.
+func (n *Node) propose(ctx context.Context, cmd fsm.Command, start time.Time) (uint64, error) {
+	idx, err := n.proposeOnce(ctx, cmd)
+	if err == nil || !retryable(err) {
+		return idx, err
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(n.ctx, cancel)()
-	var last error // the latest attempt's
-	idx, err := backoff.Retry(rctx, func() (uint64, error) {
+	last, tried := err, true // the latest attempt's
+	idx, err = backoff.Retry(rctx, func() (uint64, error) {
+		if tried { // the first attempt, made above: wait before the next
+			tried = false
+			return 0, last
+		}
 		idx, err := n.proposeOnce(ctx, cmd)
 		last = err
 		if err != nil && !retryable(err) {
@@ -74,9 +118,6 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (uint64, error) {
 			return 0, fmt.Errorf("%w (gave up after %s)", last, time.Since(start).Round(time.Millisecond))
 		}
 		return 0, ErrShutdown
-	}
-	if werr := n.waitApplied(ctx, idx); werr != nil {
-		return idx, fmt.Errorf("write committed at index %d but not yet applied on %s: %w", idx, n.cfg.Name, werr)
 	}
 	return idx, nil
 }
@@ -139,10 +180,10 @@ func (n *Node) applyLocalValue(ctx context.Context, cmd fsm.Command) (uint64, an
 // the flag only while every live peer advertises this.
 const settingTextBounds = "fsm_bounds"
 
-// textBounded reports whether the entries this leader commits carry
-// fsm.Meta.Bounded.
-func (n *Node) textBounded() bool {
-	v, ok := n.AgreedSetting("", settingTextBounds)
+// textBounded reports whether the entries this leader commits while
+// members are the cluster carry fsm.Meta.Bounded.
+func textBounded(members []memberState) bool {
+	v, ok := agreedSetting(members, "", settingTextBounds)
 	return ok && v == "true"
 }
 
@@ -176,9 +217,11 @@ func (n *Node) CommandKnown(t fsm.CommandType) bool {
 // it returns once this peer applied it, with the entry's value (the
 // fsm.Result's Value) and Apply's business error.
 func (n *Node) commit(ctx context.Context, cmd fsm.Command) (uint64, any, error) {
+	members := n.counted(n.gossip.snapshot())
 	cmd.Header().At = time.Now().UTC()
-	cmd.Header().Bounded = n.textBounded()
-	data, err := fsm.Encode(cmd)
+	cmd.Header().Bounded = textBounded(members)
+	enc := entryEncoding(members, n.raftServers())
+	data, err := fsm.EncodeAs(cmd, enc)
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode %s: %w", cmd.Type(), err)
 	}
@@ -191,6 +234,7 @@ func (n *Node) commit(ctx context.Context, cmd fsm.Command) (uint64, any, error)
 	if timeout <= 0 {
 		return 0, nil, context.DeadlineExceeded
 	}
+	n.noteEncoding(enc)
 	f := n.raft.Apply(data, timeout)
 	if err := n.awaitApply(f); err != nil {
 		switch {
@@ -237,7 +281,10 @@ func (n *Node) ReadBarrier(ctx context.Context, c Consistency) error {
 	case Stale:
 		return nil
 	case Default, "":
-		if n.IsLeader() {
+		// A leader serves its own replica once it has committed an entry
+		// of its term: before, it may not have applied what the previous
+		// leader acknowledged (ReadIndex then answers ErrNoLeader).
+		if n.IsLeader() && n.readyTerm.Load() == n.raft.CurrentTerm() {
 			return nil
 		}
 	case Linearizable:
@@ -247,7 +294,7 @@ func (n *Node) ReadBarrier(ctx context.Context, c Consistency) error {
 	var idx uint64
 	var err error
 	if n.IsLeader() {
-		idx, err = n.ReadIndex(ctx, true)
+		idx, err = n.ReadIndex(ctx, c == Linearizable)
 	} else {
 		idx, err = n.forwardReadIndex(ctx, c)
 	}

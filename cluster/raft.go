@@ -200,6 +200,12 @@ func raftConfig(cfg *Config, hl hclog.Logger) *raft.Config {
 	rc.HeartbeatTimeout = cfg.Raft.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.Raft.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.Raft.LeaderLeaseTimeout
+	// Pre-vote (on by default in hashicorp/raft, with a transport that
+	// carries it, as the vote gate does): a candidate first asks whether
+	// it could win, and a voter that still hears its leader says no, so a
+	// peer that lost touch for a while rejoins without raising the term
+	// and deposing a healthy leader.
+	rc.PreVoteDisabled = false
 	rc.CommitTimeout = cfg.Raft.CommitTimeout
 	rc.SnapshotInterval = cfg.Raft.SnapshotInterval
 	rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold

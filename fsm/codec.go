@@ -6,8 +6,9 @@ import (
 	"fmt"
 )
 
-// Encode returns the log entry for c: one byte of c.Type() followed by the
-// JSON body of c. c must be a pointer to one of this package's commands.
+// Encode returns the log entry for c in EncodingJSON: one byte of c.Type()
+// followed by the JSON body of c. c must be a pointer to one of this
+// package's commands. EncodeAs writes the other encodings.
 func Encode(c Command) ([]byte, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: cannot encode a nil command", ErrInvalid)
@@ -25,29 +26,37 @@ func Encode(c Command) ([]byte, error) {
 	return append(out, body...), nil
 }
 
-// Decode parses a log entry produced by Encode. An unknown type yields an
-// error wrapping ErrUnknownCommand; a malformed entry yields an error wrapping
-// ErrInvalid.
+// Decode parses a log entry produced by Encode or EncodeAs, in any
+// encoding this peer reads. An unknown type yields an error wrapping
+// ErrUnknownCommand, an unknown encoding one wrapping ErrUnknownEncoding;
+// a malformed entry yields an error wrapping ErrInvalid.
 func Decode(data []byte) (Command, error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: empty log entry carries no command type", ErrInvalid)
+	e, t, err := EntryEncoding(data)
+	if err != nil {
+		return nil, err
 	}
-	t := CommandType(data[0])
 	spec, ok := registry[t]
 	if !ok {
 		return nil, fmt.Errorf("%w: %d (ignorable: %t)", ErrUnknownCommand, uint8(t), t.Ignorable())
 	}
 	c := spec.new()
-	if err := json.Unmarshal(data[1:], c); err != nil {
-		return nil, fmt.Errorf("%w: decode %s body: %w", ErrInvalid, spec.name, err)
+	if e == EncodingJSON {
+		err = json.Unmarshal(data[1:], c)
+	} else {
+		err = decodeBinary(e, data[binaryHeader:], spec, c)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: decode %s %s body: %w", ErrInvalid, spec.name, e, err)
 	}
 	return c, nil
 }
 
 // IsIgnorable reports whether the entry's command type carries
 // IgnoreUnknownFlag, so that a peer that does not know it may skip it.
+// An entry in an unknown encoding is never ignorable.
 func IsIgnorable(data []byte) bool {
-	return len(data) > 0 && CommandType(data[0]).Ignorable()
+	_, t, err := EntryEncoding(data)
+	return err == nil && t.Ignorable()
 }
 
 // isUnknown reports whether err came from Decode meeting an unknown type.

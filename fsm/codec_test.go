@@ -39,10 +39,14 @@ func TestDecodeErrors(t *testing.T) {
 	if _, err := Decode(nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Decode(nil) = %v, want ErrInvalid", err)
 	}
-	for _, b := range []byte{0, 31, 99, byte(IgnoreUnknownFlag | 5)} {
+	for _, b := range []byte{31, 99, byte(IgnoreUnknownFlag | 5)} {
 		if _, err := Decode([]byte{b, '{', '}'}); !errors.Is(err, ErrUnknownCommand) {
 			t.Errorf("Decode(type %d) = %v, want ErrUnknownCommand", b, err)
 		}
+	}
+	// 0 marks the entries of binary encodings (codec_binary.go).
+	if _, err := Decode([]byte{0, '{', '}'}); !errors.Is(err, ErrUnknownEncoding) {
+		t.Errorf("Decode(0 '{' '}') = %v, want ErrUnknownEncoding", err)
 	}
 	if _, err := Decode([]byte{byte(CmdCreateFlavor), '{'}); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnknownCommand) {
 		t.Errorf("Decode(truncated body) = %v, want ErrInvalid", err)

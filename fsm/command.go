@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,6 +130,8 @@ type commandSpec struct {
 	name  string
 	new   func() Command
 	apply func(st *state, c Command) (any, error)
+	typ   reflect.Type // T of register[T]
+	mp    *mpType      // how EncodingMsgpack writes and reads T (mpcodec.go)
 }
 
 // registry maps every known command type to its spec. It is filled by init
@@ -146,11 +149,16 @@ func register[T any, P interface {
 	if _, dup := registry[t]; dup {
 		panic(fmt.Sprintf("fsm: command type %d registered twice", uint8(t)))
 	}
+	if byte(t) == binaryEntry {
+		panic(fmt.Sprintf("fsm: command %s: type %d marks the entries of binary encodings", name, uint8(t)))
+	}
 	if got := P(new(T)).Type(); got != t {
 		panic(fmt.Sprintf("fsm: command %s reports type %d, registered as %d", name, uint8(got), uint8(t)))
 	}
 	registry[t] = commandSpec{
 		name:  name,
+		typ:   reflect.TypeFor[T](),
+		mp:    mpTypeOf(reflect.TypeFor[T]()),
 		new:   func() Command { return P(new(T)) },
 		apply: func(st *state, c Command) (any, error) { return apply(st, c.(P)) },
 	}
@@ -161,28 +169,41 @@ func register[T any, P interface {
 // peer advertises (in gossip metadata, which is small) so that the leader
 // and owners use a new type only once every live peer can apply it.
 func KnownCommands() string {
-	var b []byte
 	types := CommandTypes()
-	for i := 0; i < len(types); {
+	vals := make([]uint8, len(types))
+	for i, t := range types {
+		vals[i] = uint8(t)
+	}
+	return rangeList(vals)
+}
+
+// CommandKnownIn reports whether list, as KnownCommands writes it, names t.
+func CommandKnownIn(list string, t CommandType) bool { return listHas(list, uint8(t)) }
+
+// rangeList writes ascending vals as decimal numbers and ranges separated
+// by commas ("1-26,32-33").
+func rangeList(vals []uint8) string {
+	var b []byte
+	for i := 0; i < len(vals); {
 		j := i
-		for j+1 < len(types) && types[j+1] == types[j]+1 {
+		for j+1 < len(vals) && vals[j+1] == vals[j]+1 {
 			j++
 		}
 		if len(b) > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendUint(b, uint64(types[i]), 10)
+		b = strconv.AppendUint(b, uint64(vals[i]), 10)
 		if j > i {
 			b = append(b, '-')
-			b = strconv.AppendUint(b, uint64(types[j]), 10)
+			b = strconv.AppendUint(b, uint64(vals[j]), 10)
 		}
 		i = j + 1
 	}
 	return string(b)
 }
 
-// CommandKnownIn reports whether list, as KnownCommands writes it, names t.
-func CommandKnownIn(list string, t CommandType) bool {
+// listHas reports whether list, as rangeList writes it, names v.
+func listHas(list string, v uint8) bool {
 	for list != "" {
 		item, rest, _ := strings.Cut(list, ",")
 		list = rest
@@ -192,7 +213,7 @@ func CommandKnownIn(list string, t CommandType) bool {
 		}
 		l, err1 := strconv.ParseUint(lo, 10, 8)
 		h, err2 := strconv.ParseUint(hi, 10, 8)
-		if err1 == nil && err2 == nil && uint64(t) >= l && uint64(t) <= h {
+		if err1 == nil && err2 == nil && uint64(v) >= l && uint64(v) <= h {
 			return true
 		}
 	}

@@ -6,10 +6,19 @@
 //
 // # Commands
 //
-// A log entry is one command: one byte of CommandType followed by the JSON
-// body of the command. Command numbers are part of the on-disk format and of
-// the wire protocol between peers of different versions, so they follow
-// three rules:
+// A log entry is one command, in one of two encodings (codec.go,
+// codec_binary.go): one byte of CommandType followed by the JSON body of
+// the command (EncodingJSON, which every version reads), or the byte 0,
+// the byte of the Encoding (EncodingMsgpack, 1), one byte of CommandType
+// and the body in msgpack, keyed by the JSON field names, which reads back
+// to the very command its JSON reads back to. 0 is no command's type: a
+// peer of a version before the binary encodings stops at such an entry as
+// at any command type it does not know. Encodings are append-only as
+// command types are, and a leader writes one only while every live peer
+// advertises that it reads it (KnownEncodings); every entry ever written,
+// in either encoding, replays. Command numbers are part of the on-disk
+// format and of the wire protocol between peers of different versions, so
+// they follow three rules:
 //
 //   - Numbers are append-only. A new command takes the next free number;
 //     existing numbers never change meaning.

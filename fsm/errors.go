@@ -12,6 +12,9 @@ var (
 	ErrConflict       = errors.New("conflict")
 	ErrInvalid        = errors.New("invalid")
 	ErrUnknownCommand = errors.New("unknown command type")
+	// ErrUnknownEncoding: a log entry in an encoding this peer does not
+	// read (codec_binary.go).
+	ErrUnknownEncoding = errors.New("unknown entry encoding")
 )
 
 // ErrFenced is returned when a command carries an owner epoch (or owner)

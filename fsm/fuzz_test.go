@@ -14,25 +14,32 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{byte(CmdCreateFlavor), 'n', 'u', 'l', 'l'})
 	f.Add([]byte{byte(IgnoreUnknownFlag | 3), '{', '}'})
 	f.Add([]byte("\x03{\"flavor\":{\"id\":\"x\",\"extra_specs\":{\"\xff\":\"\xfe\"}},\"at\":\"2025-01-01T00:00:00+05:00\"}"))
+	for _, c := range sampleCommands() {
+		f.Add(mustEncodeAs(f, c, EncodingMsgpack))
+	}
+	f.Add([]byte{binaryEntry, byte(EncodingMsgpack), byte(CmdNoop), 0x80})
+	f.Add([]byte{binaryEntry, byte(EncodingMsgpack), byte(CmdDeleteServer), 0x81, 0xa2, 'a', 't', 0xc7, 12, 0xff, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {
 			return
 		}
-		if c.Type() != CommandType(data[0]) {
-			t.Fatalf("decoded type %d from byte %d", c.Type(), data[0])
+		if _, typ, _ := EntryEncoding(data); c.Type() != typ {
+			t.Fatalf("decoded type %d from an entry of type %d", c.Type(), typ)
 		}
-		enc, err := Encode(c)
-		if err != nil {
-			return // e.g. a year JSON cannot carry
-		}
-		c2, err := Decode(enc)
-		if err != nil {
-			t.Fatalf("re-decoding %q: %v", enc, err)
-		}
-		enc2, err := Encode(c2)
-		if err != nil || !bytes.Equal(enc, enc2) {
-			t.Fatalf("encoding is not stable:\n%q\n%q (%v)", enc, enc2, err)
+		for _, e := range Encodings() {
+			enc, err := EncodeAs(c, e)
+			if err != nil {
+				continue // e.g. a year JSON cannot carry
+			}
+			c2, err := Decode(enc)
+			if err != nil {
+				t.Fatalf("re-decoding %q: %v", enc, err)
+			}
+			enc2, err := EncodeAs(c2, e)
+			if err != nil || !bytes.Equal(enc, enc2) {
+				t.Fatalf("%s encoding is not stable:\n%q\n%q (%v)", e, enc, enc2, err)
+			}
 		}
 		// Applying a decodable entry never panics.
 		New().Apply(1, data)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -50,8 +51,12 @@ func (s *Store) Apply(index uint64, data []byte) Result {
 			s.setApplied(index)
 			return Result{}
 		case isUnknown(err):
+			_, t, _ := EntryEncoding(data)
 			panic(fmt.Sprintf("fsm: unknown command type %d at index %d: this peer is older than the leader; upgrade it "+
-				"(a newer corral wrote it: a downgrade past a new command type is not supported; `corral version` lists the types a binary knows)", data[0], index))
+				"(a newer corral wrote it: a downgrade past a new command type is not supported; `corral version` lists the types a binary knows)", t, index))
+		case errors.Is(err, ErrUnknownEncoding):
+			panic(fmt.Sprintf("fsm: log entry at index %d is in entry encoding %d: this peer is older than the leader; upgrade it "+
+				"(a newer corral wrote it: a downgrade past a new entry encoding is not supported; `corral version` lists the encodings a binary reads)", index, data[1]))
 		default:
 			panic(fmt.Sprintf("fsm: corrupt log entry at index %d: %v: restore this peer from a snapshot of a healthy peer", index, err))
 		}

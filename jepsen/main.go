@@ -75,6 +75,8 @@ type Config struct {
 	ActionClients  int
 	DeployDelay    time.Duration
 	PowerDelay     time.Duration
+	OldBin         string
+	UpgradeAt      time.Duration
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -123,6 +125,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&c.WaveSize, "wave-size", 200, "massboot: boots sent at once in each wave")
 	fs.DurationVar(&c.WaveSettle, "wave-settle", 60*time.Second, "massboot: how long a wave may take to leave BUILD, or to be deleted")
 	fs.DurationVar(&c.WaveHold, "wave-hold", 15*time.Second, "massboot: how long a settled wave stays up under the nemesis before its deletes (a second snapshot follows)")
+	fs.StringVar(&c.OldBin, "old-bin", "", "a corral binary of an earlier release: the last agent starts on it and is upgraded to the run's binary at -upgrade-at (stopped, its binary replaced, started again on its data dir), so that the run holds a cluster of mixed versions and its switch to what the newer release writes")
+	fs.DurationVar(&c.UpgradeAt, "upgrade-at", 0, "-old-bin: when the old agent is upgraded, as the first fault due from then on (default: half of -duration)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -207,6 +211,20 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if c.RealIronic && c.IronicURL == "" {
 		return c, fmt.Errorf("-real-ironic needs -ironic-url or IRONIC_URL (e.g. IRONIC_URL=$(../scripts/ironic-up.sh))")
+	}
+	if c.OldBin != "" {
+		if c.Workload == history.WorkloadMassBoot {
+			return c, fmt.Errorf("-old-bin runs with the mixed and actions workloads: the mass boot's waves decide when it ends")
+		}
+		if !c.Flag(fs, "upgrade-at") {
+			c.UpgradeAt = c.Duration / 2
+		}
+		if c.UpgradeAt < 0 || c.UpgradeAt+2*(c.Fault+c.Heal) > c.Duration {
+			return c, fmt.Errorf("-upgrade-at %s leaves no room in -duration %s for the upgrade (due at the next fault, down for -fault, then a heal)",
+				c.UpgradeAt, c.Duration)
+		}
+	} else if c.Flag(fs, "upgrade-at") {
+		return c, fmt.Errorf("-upgrade-at needs -old-bin")
 	}
 	if c.Peers < 3 || c.Clients < 1 || c.Nodes < 1 {
 		return c, fmt.Errorf("need at least 3 peers, 1 client and 1 node")

@@ -49,3 +49,25 @@ func TestNeutronFlags(t *testing.T) {
 		t.Fatalf("-neutron with a real Ironic: %v, want an error", err)
 	}
 }
+
+// -old-bin upgrades the last agent at half the run by default; an
+// -upgrade-at that leaves no room for the upgrade, or without -old-bin,
+// is refused.
+func TestUpgradeFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-old-bin", "/x/corral-old", "-duration", "120s"})
+	if err != nil || c.OldBin != "/x/corral-old" || c.UpgradeAt != 60*time.Second {
+		t.Fatalf("-old-bin: %v %+v", err, c)
+	}
+	if c, err := parseFlags([]string{"-old-bin", "/x/corral-old", "-duration", "120s", "-upgrade-at", "20s"}); err != nil || c.UpgradeAt != 20*time.Second {
+		t.Fatalf("-upgrade-at: %v %+v", err, c)
+	}
+	for _, args := range [][]string{
+		{"-old-bin", "/x/corral-old", "-duration", "120s", "-upgrade-at", "100s"},
+		{"-upgrade-at", "20s"},
+		{"-old-bin", "/x/corral-old", "-workload", "massboot"},
+	} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

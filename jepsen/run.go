@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -198,6 +199,13 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 	if err != nil {
 		return check.Verdict{}, err
 	}
+	var up *nemesis.Upgrade
+	var upInfo *history.Upgrade
+	if r.cfg.OldBin != "" {
+		if up, upInfo, err = r.oldAgent(ctx); err != nil {
+			return check.Verdict{}, err
+		}
+	}
 	sec, err := r.cl.Secure(ctx, cluster.SecureOptions{TLS: r.cfg.TLS, GossipKey: nemesis.NeedsGossipKey(families),
 		Keystone: r.cfg.Keystone, OpenStackEnv: r.cfg.OpenStackEnv, Neutron: r.cfg.Neutron, NeutronEnv: r.cfg.NeutronEnv,
 		NeutronReapGrace: r.cfg.ReapGrace, Logf: r.logf})
@@ -235,7 +243,7 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 		return check.Verdict{}, err
 	}
 	nem := &nemesis.Nemesis{Cl: r.cl, FW: r.fw, API: api, Rec: rec, Rng: rng, Families: families, Variants: variants,
-		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf}
+		Fault: r.cfg.Fault, Heal: r.cfg.Heal, Logf: r.logf, Upgrade: up}
 	runWorkload, mb := r.workload(&workload.Ops{Cl: r.cl, API: sec.ClientAPI(api), Rec: rec, Timeout: r.cfg.OpTimeout,
 		Flavor: "jepsen", Image: r.cfg.Image, Nets: nets, BootEvery: bootEvery(nets, r.cfg.BootEvery),
 		MaxBusy: maxBusy(nets, r.cfg.MaxBusy)}, api, nem)
@@ -308,6 +316,12 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 			run.Duration += " in " + time.Duration(waves[len(waves)-1].End).Round(time.Second).String()
 		}
 	}
+	if upInfo != nil {
+		if upInfo.Switches, err = r.cl.EncodingSwitches(rec.Start()); err != nil {
+			return check.Verdict{}, fmt.Errorf("read the agents' logs: %w", err)
+		}
+		run.Upgrade = upInfo
+	}
 	run.Security, run.Auth = sec.Describe()
 	run.Networks = sec.DescribeNeutron()
 	ops, run.Injected = applyInjections(r.cfg, ops)
@@ -321,6 +335,33 @@ func (r *runner) run(ctx context.Context) (check.Verdict, error) {
 	v := check.All(check.Input{Ops: ops, Final: fs, Windows: windows, Waves: waves, Effects: effects, Recovery: recovery,
 		RecoveryError: finalErr, HealError: healErr, Races: races, Run: run, VizDir: r.dir, Timeout: r.cfg.CheckTimeout})
 	return v, report.Write(r.dir, v, ops, windows, waves, len(run.Injected) > 0)
+}
+
+// oldAgent puts the last agent on -old-bin (a copy of its own, which the
+// upgrade replaces) and returns its upgrade.
+func (r *runner) oldAgent(ctx context.Context) (*nemesis.Upgrade, *history.Upgrade, error) {
+	a := r.cl.Agents[len(r.cl.Agents)-1]
+	path := filepath.Join(r.tmp, "bin-"+a.Name, "corral")
+	if err := cluster.Install(r.cfg.OldBin, path); err != nil {
+		return nil, nil, fmt.Errorf("-old-bin: %w", err)
+	}
+	a.UseBinary(path)
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	info := &history.Upgrade{Agent: a.Name, From: "unknown"}
+	out, err := exec.CommandContext(vctx, r.cfg.OldBin, "version", "-f", "json").Output()
+	var v struct {
+		Version   string   `json:"version"`
+		Commit    string   `json:"commit"`
+		Encodings []string `json:"entry_encodings"`
+	}
+	if err == nil && json.Unmarshal(out, &v) == nil {
+		info.From = v.Version + " (" + v.Commit + ")"
+		info.FromReadsMsgpack = slices.Contains(v.Encodings, "msgpack")
+	}
+	r.logf("%s starts on %s, %s (entry encodings %v), and is upgraded to this run's binary at the first fault due from %s on",
+		a.Name, r.cfg.OldBin, info.From, v.Encodings, r.cfg.UpgradeAt)
+	return &nemesis.Upgrade{Agent: a, At: r.cfg.UpgradeAt, Bin: r.bin}, info, nil
 }
 
 // corralVersion names the source the binary was built from.

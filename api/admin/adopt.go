@@ -45,7 +45,7 @@ func (h *Handlers) AdoptServer(c echo.Context) error {
 	}
 	cmd := &fsm.AdoptServer{ID: in.ID, Name: in.Name, Flavor: flavor, ImageRef: in.ImageRef, NodeUUID: in.NodeUUID,
 		AllocationUUID: in.AllocationUUID, ProjectID: in.ProjectID, UserID: in.UserID, Metadata: in.Metadata}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return err
 	}
 	view := wire.OwnerView{ServerID: in.ID, Status: string(fsm.StatusActive), Node: in.NodeUUID, Host: cmd.Host}

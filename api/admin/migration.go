@@ -29,7 +29,7 @@ func (h *Handlers) FlavorMigration(c echo.Context) error {
 				before[id] = v.Migrated(rc)
 			}
 		}
-		if err := h.st.Propose(c, &fsm.MigrateFlavors{ResourceClass: rc, ServerIDs: req.ServerIDs}); err != nil {
+		if err := h.st.ProposeAndRead(c, &fsm.MigrateFlavors{ResourceClass: rc, ServerIDs: req.ServerIDs}); err != nil {
 			return err
 		}
 		// Count what this batch changed (the entry skips servers already

@@ -57,7 +57,7 @@ func (h *Handlers) MoveServer(c echo.Context) error {
 	}
 	cmd := &fsm.ReassignServers{Reason: fsm.ReasonAdminMove,
 		Moves: []fsm.Move{{ServerID: v.ID, FromHost: v.Host, FromEpoch: v.Epoch, ToHost: body.Host}}}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return err
 	}
 	v, err = h.st.Store().Server(v.ID)

@@ -125,37 +125,32 @@ func RequireAdmin(c echo.Context) error {
 	return nil
 }
 
-// authMiddleware authenticates the token and checks it against the role
-// the route table requires. A request that matches no route (404), or no
+// authorize authenticates the token and checks it against the role the
+// route table requires. A request that matches no route (404), or no
 // method of its path (405), needs a valid token with a role, whatever its
 // method: it is answered 404 or 405, as Nova answers, never 403.
-func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		m := c.Request().Method
-		need, known := s.roles[m+" "+c.Path()]
-		if !known {
-			need = RoleProjectReader
-		}
-		if need == RolePublic {
-			return next(c)
-		}
-		if need == RolePeer || IsPeerPath(c.Request().URL.Path) {
-			// No user's credential is looked at, let alone sent to Keystone.
-			if err := s.authenticatePeer(c); err != nil {
-				return err
-			}
-			return next(c)
-		}
-		cl, err := s.authenticate(c)
-		if err != nil {
-			return err
-		}
-		SetCaller(c, cl)
-		if !cl.Allows(need) {
-			return forbidden(cl, need, m, c.Request().URL.Path)
-		}
-		return next(c)
+func (s *Server) authorize(c echo.Context) error {
+	m := c.Request().Method
+	need, known := s.roles[routeOf{m, c.Path()}]
+	if !known {
+		need = RoleProjectReader
 	}
+	if need == RolePublic {
+		return nil
+	}
+	if need == RolePeer || IsPeerPath(c.Request().URL.Path) {
+		// No user's credential is looked at, let alone sent to Keystone.
+		return s.authenticatePeer(c)
+	}
+	cl, err := s.authenticate(c)
+	if err != nil {
+		return err
+	}
+	SetCaller(c, cl)
+	if !cl.Allows(need) {
+		return forbidden(cl, need, m, c.Request().URL.Path)
+	}
+	return nil
 }
 
 func forbidden(cl Caller, need Role, method, path string) error {

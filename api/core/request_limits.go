@@ -102,45 +102,39 @@ func (c *clientLimiters) reserve(client string, now time.Time) time.Duration {
 	return 0
 }
 
-// limitMiddleware refuses bodies over the limit (413) and writes over a
-// client's rate (429 with Retry-After). The peers' endpoints have the same
-// body limit; they are exempt from the rate (their requests carry every
-// client's writes). Snapshots are bounded by their own handler.
-// (echo builds the middleware chain per request: state lives in Server.)
-func (s *Server) limitMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+// limit refuses bodies over the limit (413) and writes over a client's
+// rate (429 with Retry-After). The peers' endpoints have the same body
+// limit; they are exempt from the rate (their requests carry every
+// client's writes). Snapshots are bounded by their own handler: bounded
+// is false for them.
+func (s *Server) limit(c echo.Context) (bounded bool, err error) {
 	lim, buckets := s.cfg.Limits, s.limiters
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.URL.Path == wire.SnapshotPath || r.URL.Path == PeerSnapshotPath {
-			return next(c) // bounded by the snapshot handler
-		}
-		if r.ContentLength > lim.MaxBodyBytes {
-			return bodyTooLarge(lim.MaxBodyBytes)
-		}
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(c.Response(), r.Body, lim.MaxBodyBytes)
-		}
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
-			if buckets == nil || IsPeerPath(r.URL.Path) {
-				break
-			}
-			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			if err != nil {
-				host = r.RemoteAddr
-			}
-			if wait := buckets.reserve(host, time.Now()); wait > 0 {
-				s.rateLimited.Inc()
-				c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-				return echo.NewHTTPError(http.StatusTooManyRequests,
-					fmt.Sprintf("too many writes from %s: at most %g per second (burst %d); retry after %s", host, lim.WriteRate, lim.WriteBurst, wait.Round(time.Millisecond)))
-			}
-		}
-		err := next(c)
-		if err != nil && IsBodyTooLarge(err) {
-			return bodyTooLarge(lim.MaxBodyBytes)
-		}
-		return err
+	r := c.Request()
+	if r.URL.Path == wire.SnapshotPath || r.URL.Path == PeerSnapshotPath {
+		return false, nil // bounded by the snapshot handler
 	}
+	if r.ContentLength > lim.MaxBodyBytes {
+		return true, bodyTooLarge(lim.MaxBodyBytes)
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, lim.MaxBodyBytes)
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if buckets == nil || IsPeerPath(r.URL.Path) {
+			break
+		}
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		if wait := buckets.reserve(host, time.Now()); wait > 0 {
+			s.rateLimited.Inc()
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			return true, echo.NewHTTPError(http.StatusTooManyRequests,
+				fmt.Sprintf("too many writes from %s: at most %g per second (burst %d); retry after %s", host, lim.WriteRate, lim.WriteBurst, wait.Round(time.Millisecond)))
+		}
+	}
+	return true, nil
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,18 +40,23 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	e      *echo.Echo
-	roles  map[string]Role // "METHOD /path" → the role the route table requires
+	roles  map[routeOf]Role // the role the route table requires
 	groups []group
 	reqDur *prometheus.HistogramVec
+	// observers are reqDur's histograms by routeKey (request.go).
+	observers sync.Map
 	// rateLimited counts writes refused with 429; limiters are the
 	// clients' write buckets (request_limits.go).
 	rateLimited prometheus.Counter
 	limiters    *clientLimiters
 }
 
+// routeOf is a route of the table: its method and echo pattern.
+type routeOf struct{ method, path string }
+
 type group struct {
 	prefix string
-	m      echo.MiddlewareFunc
+	before func(echo.Context) error
 }
 
 // NewServer builds the server core and registers its metrics, those of
@@ -62,7 +69,7 @@ func NewServer(cfg Config, store func() *fsm.Store) (*Server, error) {
 		reg := prometheus.NewRegistry()
 		cfg.Registry, cfg.Gatherer = reg, reg
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), roles: map[string]Role{}}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), roles: map[routeOf]Role{}}
 	s.reqDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "corral_http_request_duration_seconds",
 		Help:    "HTTP requests served, by method, route and status.",
@@ -85,7 +92,8 @@ func NewServer(cfg Config, store func() *fsm.Store) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.requestIDMiddleware, s.logMiddleware, s.limitMiddleware, s.authMiddleware, s.groupMiddleware)
+	e.JSONSerializer = jsonSerializer{}
+	e.Use(s.middleware)
 	s.e = e
 	return s, nil
 }
@@ -94,31 +102,62 @@ func NewServer(cfg Config, store func() *fsm.Store) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.e }
 
 // Group gives the paths under prefix (the prefix itself and every path
-// below it) a middleware of their own, a surface's microversion
-// negotiation, which runs after authentication for the routes and for the
-// prefix's unknown paths and methods alike. The routes stay the router's
-// own, so that a path the table knows with another method is a 405, and a
-// path it does not know a 404.
-func (s *Server) Group(prefix string, m echo.MiddlewareFunc) {
-	s.groups = append(s.groups, group{prefix, m})
+// below it) a step of their own before the handler, a surface's
+// microversion negotiation, which runs after authentication for the
+// routes and for the prefix's unknown paths and methods alike. The routes
+// stay the router's own, so that a path the table knows with another
+// method is a 405, and a path it does not know a 404.
+func (s *Server) Group(prefix string, before func(echo.Context) error) {
+	s.groups = append(s.groups, group{prefix, before})
 }
 
-// groupMiddleware runs the middleware of the group the path is in.
-func (s *Server) groupMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+// middleware is every request's way through the core: its request id,
+// its duration and log line, the limits, authentication, its group's
+// step, then the handler. It is one middleware, not one per step: echo
+// composes the middleware chain again for every request, a closure per
+// middleware.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		p := c.Request().URL.Path
-		for _, g := range s.groups {
-			if p == g.prefix || strings.HasPrefix(p, g.prefix+"/") {
-				return g.m(next)(c)
-			}
-		}
-		return next(c)
+		setRequestID(c)
+		start := time.Now()
+		err := s.admit(c, next)
+		s.logRequest(c, start, err)
+		return err
 	}
+}
+
+// admit runs the request's checks and then next.
+func (s *Server) admit(c echo.Context, next echo.HandlerFunc) error {
+	bounded, err := s.limit(c)
+	if err != nil {
+		return err
+	}
+	if err = s.authorize(c); err == nil {
+		err = s.group(c)
+	}
+	if err == nil {
+		err = next(c)
+	}
+	if err != nil && bounded && IsBodyTooLarge(err) {
+		return bodyTooLarge(s.cfg.Limits.MaxBodyBytes)
+	}
+	return err
+}
+
+// group runs the step of the group the path is in.
+func (s *Server) group(c echo.Context) error {
+	p := c.Request().URL.Path
+	for _, g := range s.groups {
+		if p == g.prefix || strings.HasPrefix(p, g.prefix) && p[len(g.prefix)] == '/' {
+			return g.before(c)
+		}
+	}
+	return nil
 }
 
 // Route mounts one line of the route table: the handler of method and
 // path (an echo pattern), which callers reach only with role.
 func (s *Server) Route(method, path string, role Role, h echo.HandlerFunc) {
-	s.roles[method+" "+path] = role
+	s.roles[routeOf{method, path}] = role
 	s.e.Add(method, path, h)
 }

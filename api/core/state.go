@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -16,7 +17,10 @@ import (
 type Cluster interface {
 	Name() string
 	Store() *fsm.Store
-	Propose(ctx context.Context, cmd fsm.Command) (uint64, error)
+	// ProposeCommitted commits cmd and returns once the leader applied it;
+	// AwaitApplied waits until this peer has applied the entry at idx.
+	ProposeCommitted(ctx context.Context, cmd fsm.Command) (uint64, error)
+	AwaitApplied(ctx context.Context, idx uint64) error
 	// The leader's end of forwarding, served under PeerPathPrefix.
 	forward.Leader
 	ReadBarrier(ctx context.Context, c cluster.Consistency) error
@@ -56,13 +60,63 @@ func (s *State) Timeout() time.Duration {
 	return DefaultWriteTimeout
 }
 
-// Propose commits cmd with the request id attached and a bounded time.
+// ReadYourWritesHeader is the request header with which a client asks a
+// write to be answered only once the peer that took it has applied it
+// ("true"), so that a stale read of that peer sees it too. Without it a
+// write is answered once the leader has applied it: reads at default and
+// linearizable consistency see it on every peer, stale reads on the
+// leader too.
+const ReadYourWritesHeader = "X-Corral-Read-Your-Writes"
+
+// readYourWrites reports whether the request asks for read-your-writes on
+// this peer (ReadYourWritesHeader); a value that is not a boolean is a 400.
+func readYourWrites(c echo.Context) (bool, error) {
+	v := c.Request().Header.Values(ReadYourWritesHeader)
+	if len(v) == 0 {
+		return false, nil
+	}
+	switch s := strings.TrimSpace(v[0]); {
+	case len(v) > 1:
+	case strings.EqualFold(s, "true"):
+		return true, nil
+	case strings.EqualFold(s, "false"):
+		return false, nil
+	}
+	return false, BadRequest("%s must be true or false (got %q)", ReadYourWritesHeader, strings.Join(v, ", "))
+}
+
+// Propose commits cmd with the request id attached and a bounded time. It
+// returns once the leader has applied it; the peer that took the request
+// also waits to apply it itself only when the client asks for it
+// (ReadYourWritesHeader). A handler whose answer reads this peer's
+// replica after the write uses ProposeAndRead.
 func (s *State) Propose(c echo.Context, cmd fsm.Command) error {
+	ryw, err := readYourWrites(c)
+	if err != nil {
+		return err
+	}
+	return s.propose(c, cmd, ryw)
+}
+
+// ProposeAndRead is Propose for a handler that answers with what this
+// peer's replica holds after the write: it always waits until this peer
+// has applied it.
+func (s *State) ProposeAndRead(c echo.Context, cmd fsm.Command) error {
+	if _, err := readYourWrites(c); err != nil {
+		return err
+	}
+	return s.propose(c, cmd, true)
+}
+
+func (s *State) propose(c echo.Context, cmd fsm.Command, await bool) error {
 	cmd.Header().RequestID = RequestID(c)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.Timeout())
 	defer cancel()
-	_, err := s.Cluster.Propose(ctx, cmd)
-	return err
+	idx, err := s.Cluster.ProposeCommitted(ctx, cmd)
+	if err != nil || !await {
+		return err
+	}
+	return s.Cluster.AwaitApplied(ctx, idx)
 }
 
 // ServerNotFound is Nova's 404 for a server, which the admin API answers

@@ -115,7 +115,11 @@ func strictJSON(raw json.RawMessage, v any) error {
 }
 
 func (h *Handlers) requestAction(c echo.Context, v fsm.Server, cmd *fsm.RequestServerAction, show bool) error {
-	if err := h.st.Propose(c, cmd); err != nil {
+	propose := h.st.Propose
+	if show { // the answer is the server as the action left it, read here
+		propose = h.st.ProposeAndRead
+	}
+	if err := propose(c, cmd); err != nil {
 		return actionConflict(err, v.ID)
 	}
 	if !show {

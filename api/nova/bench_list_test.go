@@ -27,9 +27,10 @@ func (storeCluster) RaftStatus() cluster.RaftStatus {
 	return cluster.RaftStatus{}
 }
 func (storeCluster) Ready() []cluster.Check { return nil }
-func (storeCluster) Propose(context.Context, fsm.Command) (uint64, error) {
+func (storeCluster) ProposeCommitted(context.Context, fsm.Command) (uint64, error) {
 	return 0, fmt.Errorf("read-only")
 }
+func (storeCluster) AwaitApplied(context.Context, uint64) error { return nil }
 func (storeCluster) ApplyForwarded(context.Context, []byte) (uint64, error) {
 	return 0, fmt.Errorf("read-only")
 }

@@ -102,7 +102,7 @@ func (h *Handlers) UpdateFlavor(c echo.Context) error {
 		}
 		cmd.Description = *desc
 	}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		if errors.Is(err, fsm.ErrNotFound) {
 			return flavorNotFound(c.Param("id"))
 		}
@@ -171,7 +171,7 @@ func (h *Handlers) FlavorAction(c echo.Context) error {
 	if f.IsPublic {
 		return echo.NewHTTPError(http.StatusConflict, "Can not add access to a public flavor.")
 	}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return err
 	}
 	if f, err = h.st.Store().Flavor(cmd.ID); err != nil {
@@ -181,11 +181,18 @@ func (h *Handlers) FlavorAction(c echo.Context) error {
 }
 
 // checkFlavorAccess refuses a boot with a private flavor the caller's
-// project may not use (callers that see every project may use any). A
-// flavor this peer does not know yet is left to the leader's Apply.
-func checkFlavorAccess(c echo.Context, st *fsm.Store, flavorID string) error {
+// project may not use (callers that see every project may use any), read
+// after a read barrier (bootState): this replica may not have applied the
+// flavor, a change of its access, or its deletion and creation again as
+// private, which a write through any peer was answered for. A flavor
+// unknown to the leader too is refused by its Apply.
+func (h *Handlers) checkFlavorAccess(c echo.Context, flavorID string) error {
 	if core.CallerOf(c).SeesEveryProject() {
 		return nil
+	}
+	st, err := h.bootState(c) // server_create.go
+	if err != nil {
+		return err
 	}
 	if f, err := st.Flavor(flavorID); err == nil && !f.MayUse(core.CallerProject(c)) {
 		return core.BadRequest("Invalid flavorRef provided: flavor %s is private and project %s has no access to it", flavorID, core.CallerProject(c))

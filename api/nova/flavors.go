@@ -98,11 +98,9 @@ func (h *Handlers) CreateFlavor(c echo.Context) error {
 	if err := h.st.Propose(c, &fsm.CreateFlavor{Flavor: f}); err != nil {
 		return err
 	}
-	got, err := h.st.Store().Flavor(f.ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, flavorShow, got)})
+	// The flavor as Apply keeps it (f is normalized and valid): this
+	// peer's replica may not have applied it yet.
+	return c.JSON(http.StatusOK, map[string]any{"flavor": flavorView(c, flavorShow, f)})
 }
 
 // readFlavor reads a new flavor's fields as Nova does: sizes as integers

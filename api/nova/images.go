@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/glance"
 )
@@ -107,16 +106,14 @@ func checkImageFits(im *glance.Image, f fsm.Flavor) error {
 	return nil
 }
 
-// bootFlavor is the flavor a boot names, when this peer's replica has it
-// (after a read barrier if it did not at first): the leader's Apply
-// refuses a flavor that does not exist.
-func (h *Handlers) bootFlavor(c echo.Context, id string) (fsm.Flavor, bool) {
-	if f, err := h.st.Store().Flavor(id); err == nil {
-		return f, true
+// bootFlavor is the flavor a boot names, read from this peer's replica
+// after a default read barrier (bootState), when it exists: the leader's
+// Apply refuses a flavor that does not.
+func (h *Handlers) bootFlavor(c echo.Context, id string) (fsm.Flavor, bool, error) {
+	st, err := h.bootState(c)
+	if err != nil {
+		return fsm.Flavor{}, false, err
 	}
-	if h.st.Cluster.ReadBarrier(c.Request().Context(), cluster.Default) != nil {
-		return fsm.Flavor{}, false
-	}
-	f, err := h.st.Store().Flavor(id)
-	return f, err == nil
+	f, err := st.Flavor(id)
+	return f, err == nil, nil
 }

@@ -42,22 +42,88 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// jsonString decodes raw when it is a JSON string.
+// jsonString decodes raw when it is a JSON string. A string of printable
+// ASCII without escapes is its bytes (no second pass of the decoder over
+// what the request's decode already checked); any other goes through
+// json.Unmarshal.
 func jsonString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
+	}
+	if plainASCIIString(raw) {
+		return string(raw[1 : len(raw)-1]), true
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil
 }
 
-// jsonNumber decodes raw when it is a JSON number, as its literal.
+// plainASCIIString reports whether raw is a JSON string of printable
+// ASCII without escapes: `"` , the characters, `"`.
+func plainASCIIString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, b := range raw[1 : len(raw)-1] {
+		if b < 0x20 || b >= 0x7f || b == '"' || b == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonNumber decodes raw when it is a JSON number, as its literal (which
+// is what json.Unmarshal makes of it).
 func jsonNumber(raw json.RawMessage) (json.Number, bool) {
 	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
 		return "", false
 	}
+	if validNumber(raw) {
+		return json.Number(raw), true
+	}
 	var n json.Number
 	return n, json.Unmarshal(raw, &n) == nil
+}
+
+// validNumber reports whether b is a JSON number literal, by the grammar
+// of RFC 8259: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+func validNumber(b []byte) bool {
+	digits := func(i int) int { // the index after the digits from i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(b)
 }
 
 // novaInteger reads an integer as Nova's integer-or-digits types do

@@ -158,3 +158,50 @@ func TestCheckAccessIPsCanonical(t *testing.T) {
 		}
 	}
 }
+
+// jsonString and jsonNumber read a raw field as json.Unmarshal does,
+// their shortcuts included.
+func TestJSONScalarsAsUnmarshal(t *testing.T) {
+	for _, raw := range []string{`""`, `"a"`, `"flavor-1 x.y_z"`, `"\u00e9"`, `"é"`, `"a\"b"`, `"a\\b"`, `"\n"`, `"tab	in"`, `"~"`,
+		"\"\x7f\"", `"\ud83d\ude00"`, `0`, `-0`, `1`, `-1`, `10`, `01`, `1.`, `1.5`, `.5`, `-`, `1e3`, `1E+3`, `1e-3`, `1e`, `1e+`,
+		`123456789012345678901234567890`, `1.0`, `true`, `null`, `"`, `"a`, `a"`, `[]`, `{}`, `--1`, `+1`, `0x1`, `1 `} {
+		var ws string
+		wsErr := json.Unmarshal([]byte(raw), &ws)
+		if s, ok := jsonString(json.RawMessage(raw)); raw != "" && raw[0] == '"' && (ok != (wsErr == nil) || s != ws) {
+			t.Errorf("jsonString(%s) = %q, %t; json.Unmarshal: %q, %v", raw, s, ok, ws, wsErr)
+		}
+		var wn json.Number
+		wnErr := json.Unmarshal([]byte(raw), &wn)
+		if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+			continue
+		}
+		if n, ok := jsonNumber(json.RawMessage(raw)); ok != (wnErr == nil) || n != wn {
+			t.Errorf("jsonNumber(%s) = %q, %t; json.Unmarshal: %q, %v", raw, n, ok, wn, wnErr)
+		}
+	}
+}
+
+func FuzzJSONScalarsAsUnmarshal(f *testing.F) {
+	for _, s := range []string{`"a"`, `1.5e3`, `-0`, `"\u00e9"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if raw == "" {
+			return
+		}
+		if raw[0] == '"' {
+			var ws string
+			wsErr := json.Unmarshal([]byte(raw), &ws)
+			if s, ok := jsonString(json.RawMessage(raw)); ok != (wsErr == nil) || s != ws {
+				t.Fatalf("jsonString(%s) = %q, %t; json.Unmarshal: %q, %v", raw, s, ok, ws, wsErr)
+			}
+		}
+		if raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9' {
+			var wn json.Number
+			wnErr := json.Unmarshal([]byte(raw), &wn)
+			if n, ok := jsonNumber(json.RawMessage(raw)); ok != (wnErr == nil) || n != wn {
+				t.Fatalf("jsonNumber(%s) = %q, %t; json.Unmarshal: %q, %v", raw, n, ok, wn, wnErr)
+			}
+		}
+	})
+}

@@ -173,7 +173,7 @@ func (h *Handlers) AttachInterface(c echo.Context) error {
 	if !h.interfacesKnown() {
 		return notYet("An interface attach")
 	}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return interfaceConflict(err, v.ID)
 	}
 	req, err := h.awaitInterface(c, v.ID, core.RequestID(c))

@@ -18,52 +18,85 @@ const (
 
 const ctxMicroversion = "microversion"
 
-// VersionMiddleware negotiates the compute microversion from
-// OpenStack-API-Version or X-OpenStack-Nova-API-Version, like Nova, and
-// refuses a body that is not JSON (415).
-func VersionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
-	minV, _ := core.ParseMicroversion(MinVersion)
-	maxV, _ := core.ParseMicroversion(MaxVersion)
-	return func(c echo.Context) error {
-		h := c.Request().Header
-		req := ""
-		if v := h.Get("OpenStack-API-Version"); v != "" {
-			for _, part := range strings.Split(v, ",") {
-				if svc, ver, ok := strings.Cut(strings.TrimSpace(part), " "); ok && strings.EqualFold(svc, "compute") {
-					req = strings.TrimSpace(ver)
-				}
+// The bounds of the microversions, and the headers that ask for one, in
+// their canonical form (core.Server.Group runs Negotiate on every compute
+// request).
+var (
+	minVersion, _ = core.ParseMicroversion(MinVersion)
+	maxVersion, _ = core.ParseMicroversion(MaxVersion)
+
+	hdrAPIVersion     = http.CanonicalHeaderKey("OpenStack-API-Version")
+	hdrNovaAPIVersion = http.CanonicalHeaderKey("X-OpenStack-Nova-API-Version")
+	hdrVary           = http.CanonicalHeaderKey("Vary")
+)
+
+// Negotiate negotiates the compute microversion from OpenStack-API-Version
+// or X-OpenStack-Nova-API-Version, like Nova, and refuses a body that is
+// not JSON (415): the compute API's step before its handlers.
+func Negotiate(c echo.Context) error {
+	h := c.Request().Header
+	req := ""
+	if v := first(h[hdrAPIVersion]); v != "" {
+		for part := range strings.SplitSeq(v, ",") {
+			if svc, ver, ok := strings.Cut(strings.TrimSpace(part), " "); ok && strings.EqualFold(svc, "compute") {
+				req = strings.TrimSpace(ver)
 			}
-		} else if v := h.Get("X-OpenStack-Nova-API-Version"); v != "" {
-			req = v
 		}
-		ver := minV
-		switch {
-		case req == "":
-		case strings.EqualFold(req, "latest"):
-			ver = maxV
-		default:
-			v, err := core.ParseMicroversion(req)
-			if err != nil {
-				return core.BadRequest("%v", err)
-			}
-			if v.Less(minV) || maxV.Less(v) {
-				return echo.NewHTTPError(http.StatusNotAcceptable,
-					fmt.Sprintf("Version %s is not supported by the API. Minimum is %s and maximum is %s.", req, MinVersion, MaxVersion))
-			}
-			ver = v
-		}
-		c.Set(ctxMicroversion, ver)
-		rh := c.Response().Header()
-		rh.Set("OpenStack-API-Version", "compute "+ver.String())
-		rh.Set("X-OpenStack-Nova-API-Version", ver.String())
-		rh.Add("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
-		// Nova refuses a Content-Type it does not read on every request,
-		// with a body or not.
-		if err := core.CheckContentType(c.Request()); err != nil {
-			return err
-		}
-		return next(c)
+	} else if v := first(h[hdrNovaAPIVersion]); v != "" {
+		req = v
 	}
+	ver := minVersion
+	switch {
+	case req == "":
+	case strings.EqualFold(req, "latest"):
+		ver = maxVersion
+	default:
+		v, err := core.ParseMicroversion(req)
+		if err != nil {
+			return core.BadRequest("%v", err)
+		}
+		if v.Less(minVersion) || maxVersion.Less(v) {
+			return echo.NewHTTPError(http.StatusNotAcceptable,
+				fmt.Sprintf("Version %s is not supported by the API. Minimum is %s and maximum is %s.", req, MinVersion, MaxVersion))
+		}
+		ver = v
+	}
+	c.Set(ctxMicroversion, ver)
+	rh := c.Response().Header()
+	vh := versionHeaders[ver.Minor] // ver is 2.1 to 2.79
+	rh[hdrAPIVersion], rh[hdrNovaAPIVersion] = vh.api, vh.nova
+	if vary := rh[hdrVary]; len(vary) > 0 {
+		rh[hdrVary] = append(vary, varyVersions[0])
+	} else {
+		rh[hdrVary] = varyVersions
+	}
+	// Nova refuses a Content-Type it does not read on every request,
+	// with a body or not.
+	return core.CheckContentType(c.Request())
+}
+
+// versionHeaders are the answer's headers of each microversion 2.x, by
+// x, and varyVersions its Vary: made once, shared by the answers (a
+// header's values are replaced, never changed in place; cap = len, so
+// an append copies).
+var (
+	versionHeaders = func() []struct{ api, nova []string } {
+		out := make([]struct{ api, nova []string }, maxVersion.Minor+1)
+		for i := minVersion.Minor; i <= maxVersion.Minor; i++ {
+			v := core.Microversion{Major: 2, Minor: i}.String()
+			out[i].api, out[i].nova = []string{"compute " + v}, []string{v}
+		}
+		return out
+	}()
+	varyVersions = []string{"OpenStack-API-Version, X-OpenStack-Nova-API-Version"}
+)
+
+// first is the first of a header's values ("" for none).
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
 }
 
 // microversion is the request's compute microversion.

@@ -216,7 +216,7 @@ func (h *Handlers) UpdateQuotaSet(c echo.Context) error {
 		return err
 	}
 	if len(limits) > 0 {
-		if err := h.st.Propose(c, &fsm.UpdateQuotas{ProjectID: project, UserID: user, Limits: limits, Force: force}); err != nil {
+		if err := h.st.ProposeAndRead(c, &fsm.UpdateQuotas{ProjectID: project, UserID: user, Limits: limits, Force: force}); err != nil {
 			return err
 		}
 	}
@@ -272,7 +272,7 @@ func (h *Handlers) UpdateQuotaClassSet(c echo.Context) error {
 		return err
 	}
 	if len(limits) > 0 {
-		if err := h.st.Propose(c, &fsm.UpdateQuotas{Class: class, Limits: limits}); err != nil {
+		if err := h.st.ProposeAndRead(c, &fsm.UpdateQuotas{Class: class, Limits: limits}); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
+	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 )
 
@@ -80,10 +81,10 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 		return fmt.Errorf("%w: a server belongs to a project: boot it with a project-scoped token", core.ErrForbidden)
 	}
 	// The flavor is checked when the entry applies, against the leader's
-	// state: this peer's replica may not have a flavor created elsewhere
-	// yet. What a private flavor's access and the image's minimums need
-	// of it is checked here when the replica has it.
-	if err := checkFlavorAccess(c, h.st.Store(), flavorID); err != nil { // flavor_access.go
+	// state. A private flavor's access and the image's minimums are
+	// checked here, on this peer's replica after a read barrier
+	// (bootState).
+	if err := h.checkFlavorAccess(c, flavorID); err != nil { // flavor_access.go
 		return err
 	}
 	image, im, err := h.checkImageRef(c, in.ImageRef) // images.go
@@ -94,7 +95,11 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 		return err
 	}
 	if im != nil {
-		if f, ok := h.bootFlavor(c, flavorID); ok {
+		f, ok, err := h.bootFlavor(c, flavorID) // images.go
+		if err != nil {
+			return err
+		}
+		if ok {
 			if err := checkImageFits(im, f); err != nil {
 				return err
 			}
@@ -147,7 +152,11 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	for i := range set.Members {
 		set.Members[i].ID = uuid.NewString()
 	}
-	if err := h.st.Propose(c, &fsm.CreateServerSets{Sets: []fsm.ServerSet{set}}); err != nil {
+	propose := h.st.Propose
+	if len(set.Members) > 1 { // which of them were created is read here
+		propose = h.st.ProposeAndRead
+	}
+	if err := propose(c, &fsm.CreateServerSets{Sets: []fsm.ServerSet{set}}); err != nil {
 		return err
 	}
 	if returnReservation {
@@ -156,10 +165,34 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, h.firstServer(set), diskConfig, h.shownPassword(pass))})
 }
 
+// ctxBootState marks a request whose read barrier bootState took.
+const ctxBootState = "nova.boot_state"
+
+// bootState is this peer's replica for a boot's checks (a private flavor's
+// access, an image's minimums against the flavor, a server group), after
+// a default read barrier taken once per request: the replica then holds
+// every write acknowledged before the request, by any peer. Without it, a
+// lagging replica could hold a flavor since deleted and created again
+// private or smaller, and let the boot through: the leader's Apply checks
+// neither.
+func (h *Handlers) bootState(c echo.Context) (*fsm.Store, error) {
+	if c.Get(ctxBootState) == nil {
+		if err := h.st.Cluster.ReadBarrier(c.Request().Context(), cluster.Default); err != nil {
+			return nil, err
+		}
+		c.Set(ctxBootState, true)
+	}
+	return h.st.Store(), nil
+}
+
 // firstServer is the id of the first server a boot request created: the
 // first member, unless the leader dropped it (it placed at least
-// min_count, not all).
+// min_count, not all). A set of one member committed without error
+// created it.
 func (h *Handlers) firstServer(set fsm.ServerSet) string {
+	if len(set.Members) == 1 {
+		return set.Members[0].ID
+	}
 	if _, err := h.st.Store().Server(set.Members[0].ID); err == nil {
 		return set.Members[0].ID
 	}

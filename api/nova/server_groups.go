@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/corral-dev/corral/api/core"
-	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/fsm/sched"
 )
@@ -311,7 +310,7 @@ func (h *Handlers) bootGroup(c echo.Context, hints map[string]any) (string, erro
 		return id, err
 	}
 	// This replica may not have applied a group created elsewhere yet.
-	if err := h.st.Cluster.ReadBarrier(c.Request().Context(), cluster.Default); err != nil {
+	if _, err := h.bootState(c); err != nil {
 		return "", err
 	}
 	if _, err := h.visibleGroup(c, id); err != nil {

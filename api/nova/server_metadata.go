@@ -113,7 +113,7 @@ func (h *Handlers) editMetadata(c echo.Context, cmd *fsm.SetServerMetadata) (fsm
 		return v, notYet("A server's metadata")
 	}
 	cmd.ID, cmd.Admin = v.ID, core.CallerOf(c).Role == core.RoleAdmin
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return v, editErr(err, v.ID)
 	}
 	return h.st.Store().Server(v.ID)

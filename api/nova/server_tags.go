@@ -65,7 +65,7 @@ func (h *Handlers) editTags(c echo.Context, cmd *fsm.SetServerTags) (fsm.Server,
 		return v, notYet("A server's tags")
 	}
 	cmd.ID = v.ID
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return v, editErr(err, v.ID)
 	}
 	return h.st.Store().Server(v.ID)

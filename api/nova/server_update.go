@@ -106,7 +106,7 @@ func (h *Handlers) UpdateServer(c echo.Context) error {
 	default:
 		cmd = &fsm.UpdateServer{ID: v.ID, Name: in.Name}
 	}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return actionConflict(err, v.ID)
 	}
 	cur, err := h.st.Store().Server(v.ID)
@@ -191,7 +191,7 @@ func (h *Handlers) rebuild(c echo.Context, v fsm.Server, raw json.RawMessage, ad
 		SetMetadata: r.Metadata != nil, Metadata: r.Metadata, Description: r.Description.change(),
 		AccessIPv4: r.AccessIPv4, AccessIPv6: r.AccessIPv6, KeyName: r.KeyName.change(),
 		UserID: core.CallerOf(c).User, UserData: r.UserData.change(), PreserveEphemeral: preserve, AdminPass: pass}
-	if err := h.st.Propose(c, cmd); err != nil {
+	if err := h.st.ProposeAndRead(c, cmd); err != nil {
 		return actionConflict(err, v.ID)
 	}
 	cur, err := h.st.Store().Server(v.ID)

@@ -178,12 +178,12 @@ func (h *Handlers) UpdateService(c echo.Context) error {
 		return err
 	}
 	if body.Status != nil {
-		if err := h.st.Propose(c, &fsm.SetHostDrain{Name: host.Name, Drained: *body.Status == "disabled", Reason: reason}); err != nil {
+		if err := h.st.ProposeAndRead(c, &fsm.SetHostDrain{Name: host.Name, Drained: *body.Status == "disabled", Reason: reason}); err != nil {
 			return err
 		}
 	}
 	if body.ForcedDown != nil && *body.ForcedDown {
-		if err := h.st.Propose(c, &fsm.SetHostStatus{Name: host.Name, Status: fsm.HostDown}); err != nil {
+		if err := h.st.ProposeAndRead(c, &fsm.SetHostStatus{Name: host.Name, Status: fsm.HostDown}); err != nil {
 			return err
 		}
 	}

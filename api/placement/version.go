@@ -14,31 +14,29 @@ import (
 // MaxVersion is the newest Placement microversion corral answers to.
 const MaxVersion = "1.39"
 
-// VersionMiddleware negotiates the Placement microversion from
-// OpenStack-API-Version.
-func VersionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ver := "1.0"
-		if v := c.Request().Header.Get("OpenStack-API-Version"); v != "" {
-			svc, want, _ := strings.Cut(strings.TrimSpace(v), " ")
-			if strings.EqualFold(svc, "placement") {
-				switch want = strings.TrimSpace(want); {
-				case want == "latest":
-					ver = MaxVersion
-				default:
-					mv, err := core.ParseMicroversion(want)
-					maxV, _ := core.ParseMicroversion(MaxVersion)
-					if err != nil || mv.Major != 1 || maxV.Less(mv) {
-						return echo.NewHTTPError(http.StatusNotAcceptable, fmt.Sprintf("Unacceptable version header: %s (this Placement serves 1.0 to %s)", want, MaxVersion))
-					}
-					ver = mv.String()
+// Negotiate negotiates the Placement microversion from
+// OpenStack-API-Version: Placement's step before its handlers.
+func Negotiate(c echo.Context) error {
+	ver := "1.0"
+	if v := c.Request().Header.Get("OpenStack-API-Version"); v != "" {
+		svc, want, _ := strings.Cut(strings.TrimSpace(v), " ")
+		if strings.EqualFold(svc, "placement") {
+			switch want = strings.TrimSpace(want); {
+			case want == "latest":
+				ver = MaxVersion
+			default:
+				mv, err := core.ParseMicroversion(want)
+				maxV, _ := core.ParseMicroversion(MaxVersion)
+				if err != nil || mv.Major != 1 || maxV.Less(mv) {
+					return echo.NewHTTPError(http.StatusNotAcceptable, fmt.Sprintf("Unacceptable version header: %s (this Placement serves 1.0 to %s)", want, MaxVersion))
 				}
+				ver = mv.String()
 			}
 		}
-		c.Response().Header().Set("OpenStack-API-Version", "placement "+ver)
-		c.Response().Header().Add("Vary", "OpenStack-API-Version")
-		return next(c)
 	}
+	c.Response().Header().Set("OpenStack-API-Version", "placement "+ver)
+	c.Response().Header().Add("Vary", "OpenStack-API-Version")
+	return nil
 }
 
 // Root is GET /placement: the version document.

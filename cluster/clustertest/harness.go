@@ -77,14 +77,24 @@ type Harness struct {
 	byGossip    map[string]string // gossip address → peer name
 }
 
-// Timings of harness peers: short, so that elections and failure
-// detection take a fraction of a second, yet with a leader lease as long
-// as the heartbeat timeout, so that a leader on a loaded machine (-race,
-// parallel tests) does not step down between two heartbeats.
+// Timings of harness peers. Gossip's are short, so that failure
+// detection takes a fraction of a second. Raft's are a second: a test
+// waits about that long for a new leader, but CI runs the tests with
+// -race on two cores shared with other builds, where a goroutine may not
+// run for some hundreds of milliseconds. With 300 ms an idle 3-peer
+// cluster changed leaders 11 times in a minute on such a machine, and a
+// test's write or request in between failed with "leadership lost" or
+// 503 no_leader; with a second, once. The lease stays as long as the
+// heartbeat timeout, so that a leader does not step down between two
+// heartbeats. An RPC between peers may take as long as over the peers'
+// TCP transport (5 s, cluster/raftstream.go), where the in-memory
+// transport's default (500 ms) dropped votes and heartbeats that were
+// only late.
 var (
+	rpcTimeout  = 5 * time.Second
 	raftTimings = cluster.RaftTimings{
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-		LeaderLeaseTimeout: 300 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+		LeaderLeaseTimeout: time.Second, CommitTimeout: 5 * time.Millisecond,
 	}
 	gossipTimings = cluster.GossipTimings{
 		ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond,
@@ -109,10 +119,12 @@ func Start(t testing.TB, n int, opts Options) *Harness {
 }
 
 // Add starts a new peer; expect is its --bootstrap-expect (0 to join an
-// existing cluster).
+// existing cluster). Its gossip binds a port the kernel picks (a port
+// chosen free beforehand may be any connection's source port by the time
+// the peer binds it); a restart binds the same one again.
 func (h *Harness) Add(name string, expect int) *Peer {
 	h.t.Helper()
-	p := &Peer{Name: name, dataDir: h.t.TempDir(), gport: freePort(h.t)}
+	p := &Peer{Name: name, dataDir: h.t.TempDir()}
 	if h.opts.Network {
 		p.raftPort = freePort(h.t)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -122,28 +134,22 @@ func (h *Harness) Add(name string, expect int) *Peer {
 		p.api, p.apiSrv = ln, &http.Server{Handler: h.serveAPI(p), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = p.apiSrv.Serve(ln) }()
 	}
-	h.mu.Lock()
-	h.byGossip[net.JoinHostPort("127.0.0.1", strconv.Itoa(p.gport))] = name
-	h.mu.Unlock()
 	h.start(p, expect)
-	return p
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	_, port, err := net.SplitHostPort(p.Node.GossipAddr())
+	if p.gport, _ = strconv.Atoi(port); err != nil || p.gport == 0 {
+		h.t.Fatalf("peer %s gossips on %q", name, p.Node.GossipAddr())
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	h.mu.Lock()
+	h.byGossip[net.JoinHostPort("127.0.0.1", port)] = name
+	h.mu.Unlock()
+	return p
 }
 
 func (h *Harness) start(p *Peer, expect int) {
 	h.t.Helper()
 	h.mu.Lock()
 	if !h.opts.Network {
-		_, p.trans = raft.NewInmemTransport(raft.ServerAddress(p.Name))
+		_, p.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(p.Name), rpcTimeout)
 		for _, o := range h.peers {
 			if o.Node != nil && h.raftLinked(o.Name, p.Name) {
 				p.trans.Connect(o.trans.LocalAddr(), o.trans)
@@ -481,4 +487,16 @@ func (f *memForwarder) ReadIndex(ctx context.Context, api string, verify bool) (
 		return 0, err
 	}
 	return n.ReadIndex(ctx, verify)
+}
+
+// freePort is a TCP port free a moment ago, for the raft port of a peer of a
+// Network harness (raft binds the port it is given).
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

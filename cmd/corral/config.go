@@ -103,6 +103,7 @@ type hypervisorConfig struct {
 // failoverConfig is the [failover] section.
 type failoverConfig struct {
 	DownGrace      time.Duration
+	SilentGrace    time.Duration // negative: off
 	RefusedGrace   time.Duration // negative: off
 	UpGrace        time.Duration
 	FreezeFraction float64
@@ -144,7 +145,7 @@ func defaultAgentConfig() agentConfig {
 		TLS:                    tlsutil.Files{VerifyOutgoing: true},
 		Limits:                 core.Limits{MaxBodyBytes: core.DefaultMaxBodyBytes},
 		DeadServerCleanupAfter: cluster.DefaultDeadServerCleanupAfter,
-		Failover:               failoverConfig{DownGrace: 1500 * time.Millisecond, RefusedGrace: cluster.DefaultRefusedGrace, UpGrace: time.Second, FreezeFraction: 0.5},
+		Failover:               failoverConfig{DownGrace: cluster.DefaultDownGrace, SilentGrace: cluster.DefaultSilentGrace, RefusedGrace: cluster.DefaultRefusedGrace, UpGrace: time.Second, FreezeFraction: 0.5},
 		Hypervisor: hypervisorConfig{VCPUs: 16, MemoryMB: 65536, DiskGB: 500, CPUAllocationRatio: 4,
 			RAMAllocationRatio: 1.5, DiskAllocationRatio: 1},
 		Quota: fsm.NovaQuotaDefaults(),
@@ -208,7 +209,8 @@ var options = []option{
 	{section: "ironic", key: "deploy_wait", usage: "watch: deploys in flight hold no worker, one watcher per host lists them; poll: a worker polls each deploy", set: deployWait},
 	{section: "ironic", key: "max_version", usage: "highest Ironic microversion to use", set: str(func(c *agentConfig) *string { return &c.Ironic.MaxVersion })},
 	{section: "failover", key: "refused_grace", usage: "how long a host's raft and gossip ports must refuse connections before the leader marks it down without waiting for gossip (off: never)", set: refusedGrace},
-	{section: "failover", key: "down_grace", usage: "how long a host must be dead in gossip before the leader marks it down", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.DownGrace })},
+	{section: "failover", key: "down_grace", usage: "how long a host must be dead in gossip before the leader marks it down on gossip's word alone (though the leader still hears it)", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.DownGrace })},
+	{section: "failover", key: "silent_grace", usage: "how long the leader must also have heard nothing from a host dead in gossip (it pings every host itself) before it marks it down without waiting for down_grace (off: deaths that only gossip sees wait for down_grace)", set: silentGrace},
 	{section: "failover", key: "up_grace", usage: "how long a returning host must stay alive before it is up again", set: duration(func(c *agentConfig) *time.Duration { return &c.Failover.UpGrace })},
 	{section: "failover", key: "freeze_fraction", usage: "freeze failover when more than this share of up hosts is lost at once", set: fraction(func(c *agentConfig) *float64 { return &c.Failover.FreezeFraction })},
 	{section: "workarounds", key: "report_ironic_standard_resource_class_inventory", usage: "Ironic node providers also report VCPU, MEMORY_MB and DISK_GB (legacy; dangerous)", set: boolean(func(c *agentConfig) *bool { return &c.LegacyInventory })},
@@ -478,7 +480,7 @@ func (c *agentConfig) clusterConfig() cluster.Config {
 		Name: c.Name, DataDir: c.DataDir, BindAddr: c.Bind, RaftPort: c.RaftPort, GossipPort: c.GossipPort,
 		APIAddr: c.apiAddr(), Kind: c.Kind, Join: c.Join, BootstrapExpect: c.BootstrapExpect,
 		MaxVoters: c.MaxVoters, Raft: c.Raft, Gossip: c.Gossip, PeerToken: c.PeerToken,
-		DownGrace: c.Failover.DownGrace, RefusedGrace: c.Failover.RefusedGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
+		DownGrace: c.Failover.DownGrace, SilentGrace: c.Failover.SilentGrace, RefusedGrace: c.Failover.RefusedGrace, UpGrace: c.Failover.UpGrace, FreezeFraction: c.Failover.FreezeFraction,
 		DeletedRetention:       c.DeletedRetention,
 		TLS:                    c.tls,
 		GossipKey:              c.GossipKey,

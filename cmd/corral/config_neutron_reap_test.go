@@ -110,18 +110,12 @@ func TestAgentRunsThePortReaper(t *testing.T) {
 	defer fake.Close()
 	cfg := defaultAgentConfig()
 	cfg.Name, cfg.DataDir, cfg.Bind, cfg.BootstrapExpect = "solo", t.TempDir(), "127.0.0.1", 1
-	cfg.HTTPPort, cfg.RaftPort, cfg.GossipPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	cfg.AdminTokens, cfg.PeerToken = []string{goodToken}, "peer-token-agent-0123456"
 	cfg.Neutron = neutron.Options{AuthType: "none", EndpointOverride: fake.URL}
 	cfg.NeutronReap = neutronReapConfig{Interval: 50 * time.Millisecond, Grace: time.Minute}
-	if err := cfg.validate(); err != nil {
+	if _, err := startTestAgent(t, &cfg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	a, err := startAgent(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop() })
 	testkit.Eventually(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -110,15 +110,10 @@ func TestAgentStartStopsOnNeutron(t *testing.T) {
 	_ = ln.Close()
 	cfg := defaultAgentConfig()
 	cfg.Name, cfg.DataDir, cfg.Bind = "solo", t.TempDir(), "127.0.0.1"
-	cfg.HTTPPort, cfg.RaftPort, cfg.GossipPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	cfg.AdminTokens, cfg.PeerToken = []string{goodToken}, "peer-token-agent-0123456"
 	cfg.Neutron = neutron.Options{AuthType: "none", EndpointOverride: dead}
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	a, err := startAgent(cfg, slog.New(slog.DiscardHandler))
+	_, err = startTestAgent(t, &cfg, slog.New(slog.DiscardHandler))
 	if err == nil {
-		_ = a.stop()
 		t.Fatal("the agent started with a Neutron that does not answer")
 	}
 	if !errors.Is(err, neutron.ErrUnavailable) || !strings.Contains(err.Error(), "[neutron]") {

@@ -302,6 +302,8 @@ func TestConfigErrors(t *testing.T) {
 			want: []string{`name "bad name!" is not a valid host name`}},
 		{name: "lease longer than heartbeat", file: "[raft]\nheartbeat_timeout = 100ms\nelection_timeout = 100ms\nleader_lease_timeout = 200ms\n", env: ok,
 			want: []string{"leader lease timeout 200ms must not exceed the heartbeat timeout 100ms"}},
+		{name: "silent grace within the leader's pings", file: "[failover]\nsilent_grace = 300ms\n", env: ok,
+			want: []string{"failover silent grace 300ms must be at least 600ms", "off"}},
 		{name: "bootstrap expect out of range", args: []string{"--bootstrap-expect", "100"}, env: ok,
 			want: []string{"flag --bootstrap-expect", "100 is out of range 0-99"}},
 		{name: "several parse problems at once",
@@ -471,6 +473,7 @@ port_reap_grace = 30m
 
 [failover]
 down_grace = 3s
+silent_grace = 700ms
 refused_grace = 2s
 up_grace = 2s
 freeze_fraction = 0.4
@@ -545,7 +548,7 @@ func TestConfigFullExample(t *testing.T) {
 			Username: "corral", Password: "service-secret", ProjectName: "service", UserDomainName: "Default",
 			ProjectDomainName: "Default", TokenCacheTime: 120 * time.Second},
 		DeletedRetention: 12 * time.Hour,
-		Failover:         failoverConfig{DownGrace: 3 * time.Second, RefusedGrace: 2 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
+		Failover:         failoverConfig{DownGrace: 3 * time.Second, SilentGrace: 700 * time.Millisecond, RefusedGrace: 2 * time.Second, UpGrace: 2 * time.Second, FreezeFraction: 0.4},
 		Hypervisor: hypervisorConfig{VCPUs: 32, MemoryMB: 131072, DiskGB: 900, CPUAllocationRatio: 8,
 			RAMAllocationRatio: 1.2, DiskAllocationRatio: 1.1},
 		LegacyInventory:        true,

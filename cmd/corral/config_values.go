@@ -86,6 +86,15 @@ func refusedGrace(c *agentConfig, v string) error {
 	return duration(func(c *agentConfig) *time.Duration { return &c.Failover.RefusedGrace })(c, v)
 }
 
+// silentGrace sets [failover] silent_grace: a positive duration, or off.
+func silentGrace(c *agentConfig, v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		c.Failover.SilentGrace = -1
+		return nil
+	}
+	return duration(func(c *agentConfig) *time.Duration { return &c.Failover.SilentGrace })(c, v)
+}
+
 // deadServerCleanup sets [raft] dead_server_cleanup_after: a positive duration, or off.
 func deadServerCleanup(c *agentConfig, v string) error {
 	if strings.EqualFold(strings.TrimSpace(v), "off") {

@@ -160,7 +160,6 @@ func startCredsAgent(t *testing.T, configure func(*agentConfig)) *credsAgent {
 
 	cfg := defaultAgentConfig()
 	cfg.Name, cfg.DataDir, cfg.Bind, cfg.BootstrapExpect = "creds1", t.TempDir(), "127.0.0.1", 1
-	cfg.HTTPPort, cfg.RaftPort, cfg.GossipPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	cfg.AdminTokens, cfg.ReaderTokens, cfg.PeerToken = []string{credsAdmin}, []string{credsReader}, credsPeer
 	cfg.AuthStrategy = strategyKeystone
 	for k, v := range map[string]string{"auth_url": ks.url(), "username": "corral-ks", "password": "pw-corral-ks",
@@ -177,16 +176,12 @@ func startCredsAgent(t *testing.T, configure func(*agentConfig)) *credsAgent {
 	if configure != nil {
 		configure(&cfg)
 	}
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
+	_, err := startTestAgent(t, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a.cfg = cfg
-	ag, err := startAgent(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		a.startErr = err
 		return a
 	}
-	t.Cleanup(func() { _ = ag.stop() })
 	// Ready once the proxy answers: a leader, and Ironic reached.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -55,15 +54,13 @@ func TestDeployMetricsExported(t *testing.T) {
 	t.Cleanup(ir.Close)
 	cfg := defaultAgentConfig()
 	cfg.Name, cfg.DataDir, cfg.Bind, cfg.BootstrapExpect = "metrics1", t.TempDir(), "127.0.0.1", 1
-	cfg.HTTPPort, cfg.RaftPort, cfg.GossipPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	cfg.AdminTokens = []string{"admin-token-metrics"}
 	cfg.PeerToken = "peer-token-metrics-0123"
 	cfg.Ironic.URL = ir.URL
-	a, err := startAgent(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := startTestAgent(t, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.stop() })
 
 	named := deployMetricNames(t)
 	total := 0
@@ -111,16 +108,6 @@ func TestDeployMetricsExported(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("metrics named in the deploy files that the agent does not export:\n  %s", strings.Join(missing, "\n  "))
 	}
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestAlertRulesPassPromtool runs `promtool check rules` when promtool is

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/api"
+	"github.com/corral-dev/corral/testkit"
 )
 
 // TestConfigPeerToken: without TLS the peer token is required, at least
@@ -53,16 +54,10 @@ func TestAgentPeerTokenIsNoUserCredential(t *testing.T) {
 	const admin, peer = "admin-token-agent-1", "peer-token-agent-0123456"
 	cfg := defaultAgentConfig()
 	cfg.Name, cfg.DataDir, cfg.Bind, cfg.BootstrapExpect = "solo", t.TempDir(), "127.0.0.1", 1
-	cfg.HTTPPort, cfg.RaftPort, cfg.GossipPort = freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	cfg.AdminTokens, cfg.PeerToken = []string{admin}, peer
-	if err := cfg.validate(); err != nil {
+	if _, err := startTestAgent(t, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
 	}
-	a, err := startAgent(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop() })
 	base := "http://" + cfg.apiAddr()
 	get := func(path, token string) int {
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
@@ -74,13 +69,9 @@ func TestAgentPeerTokenIsNoUserCredential(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for get(api.ReadIndexPath, peer) != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("the agent's leader never answered read-index to the peer token")
-		}
-		time.Sleep(50 * time.Millisecond) // pacing the poll
-	}
+	testkit.Eventually(t, 30*time.Second, testkit.Holds("the agent's leader answers read-index to the peer token", func() bool {
+		return get(api.ReadIndexPath, peer) == http.StatusOK
+	}))
 	if code := get("/v1/hosts", admin); code != http.StatusOK {
 		t.Fatalf("the admin token on the public API: %d", code)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,9 @@ type buildInfo struct {
 	// writes; it writes SnapshotFormatBase while no state needs more.
 	SnapshotFormat     int `json:"snapshot_format"`
 	SnapshotFormatBase int `json:"snapshot_format_base"`
+	// Encodings are the log entry encodings this binary reads (the list
+	// it advertises in gossip); it writes the newest every peer reads.
+	Encodings []string `json:"entry_encodings"`
 }
 
 // currentBuild returns the version and commit set at link time, else the
@@ -42,6 +46,9 @@ func currentBuild() buildInfo {
 	b := buildInfo{Version: version, Commit: commit, GoVersion: runtime.Version(),
 		Commands: fsm.KnownCommands(), HighestCommand: int(types[len(types)-1]),
 		SnapshotFormat: fsm.SnapshotVersion, SnapshotFormatBase: fsm.SnapshotVersionBase}
+	for _, e := range fsm.Encodings() {
+		b.Encodings = append(b.Encodings, e.String())
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			b.Version = bi.Main.Version
@@ -67,15 +74,16 @@ func currentBuild() buildInfo {
 func (b buildInfo) String() string {
 	return fmt.Sprintf("corral %s (commit %s, %s)\n"+
 		"command types: %s (highest %d)\n"+
-		"snapshot format: %d (written only when the state needs it, else %d; reads 1-%d)",
+		"snapshot format: %d (written only when the state needs it, else %d; reads 1-%d)\n"+
+		"entry encodings: %s (the newest written once every peer reads it)",
 		b.Version, b.Commit, b.GoVersion, b.Commands, b.HighestCommand,
-		b.SnapshotFormat, b.SnapshotFormatBase, b.SnapshotFormat)
+		b.SnapshotFormat, b.SnapshotFormatBase, b.SnapshotFormat, strings.Join(b.Encodings, ", "))
 }
 
 func newVersionCmd(o *cliOpts) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print corral's version, commit, Go version, command types and snapshot format",
+		Short: "Print corral's version, commit, Go version, command types, snapshot format and entry encodings",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := currentBuild()

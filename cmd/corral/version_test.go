@@ -22,7 +22,7 @@ func TestVersion(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		for _, want := range []string{"v9.9.9", "abc123", "go1.", "command types: " + fsm.KnownCommands(),
-			"(highest " + highest + ")", "snapshot format: 5 ", "else 2", "reads 1-5"} {
+			"(highest " + highest + ")", "snapshot format: 5 ", "else 2", "reads 1-5", "entry encodings: json, msgpack"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v printed %q, want %q in it", args, out, want)
 			}
@@ -37,7 +37,8 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("json: %v %q", err, out)
 	}
 	if !strings.HasPrefix(b.GoVersion, "go1.") || b.HighestCommand != top ||
-		b.Commands != fsm.KnownCommands() || b.SnapshotFormat != fsm.SnapshotVersion || b.SnapshotFormatBase != 2 {
+		b.Commands != fsm.KnownCommands() || b.SnapshotFormat != fsm.SnapshotVersion || b.SnapshotFormatBase != 2 ||
+		strings.Join(b.Encodings, ",") != "json,msgpack" {
 		t.Fatalf("json: %+v", b)
 	}
 	// Without link-time values the build info or "devel" fills in.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/e2e"
 )
 
 // lossRate is the share of packets dropped between peers in the
@@ -11,52 +13,53 @@ import (
 const lossRate = 0.05
 
 // benchFaults runs the benchmark's degraded-network and starved-peer rows
-// and returns them as lines of the report: 5 % loss between every pair of
-// peers for a quiet window, then runs host kills under that loss; then
-// one follower, and then the leader, CPU-starved for starveFor.
-func (f *fixture) benchFaults(t *testing.T, is *isolation, runs int, lossQuiet, starveFor time.Duration, pcts []int) []string {
+// on c: 5 % loss between every pair of peers for a quiet window, then host
+// kills under that loss; then one follower, and then the leader,
+// CPU-starved for the starvation window.
+func (c *benchCluster) benchFaults(t *testing.T, o benchOptions) {
 	t.Helper()
-	var out []string
-	agents := f.c.Agents
-	is.lossy(agents, lossRate)
-	healed := false
-	heal := func() {
-		if !healed {
-			healed = true
-			is.heal()
+	f, is := c.f, c.is
+	if o.rows["loss"] {
+		is.lossy(f.c.Agents, lossRate)
+		healed := false
+		heal := func() {
+			if !healed {
+				healed = true
+				is.heal()
+			}
 		}
+		leader := f.c.Leader(10 * time.Second)
+		c.load()
+		w := f.watchWindow(f.other(leader), o.lossQuiet)
+		t.Logf("%s: 5%% loss, quiet %s: %s", c.name, o.lossQuiet, w)
+		c.line(fmt.Sprintf("5%% loss between peers, no death for %s: %d false reassignments, %d hosts seen down, %d elections",
+			o.lossQuiet, w.moved, len(w.downSeen), w.elections))
+		for i := range o.runs {
+			c.load()
+			_, d, r := f.benchHostKill(t)
+			c.add("5% loss: host kill: host marked down", d)
+			c.add("5% loss: host kill: all its servers re-owned", r)
+			t.Logf("%s: host kill under 5%% loss %d/%d: %s", c.name, i+1, o.runs, c.last())
+		}
+		heal()
 	}
-	defer heal() // also on a failure (t.Fatal runs deferred calls)
-	leader := f.c.Leader(10 * time.Second)
-	w := f.watchWindow(f.other(leader), lossQuiet)
-	t.Logf("5%% loss, quiet %s: %s", lossQuiet, w)
-	out = append(out, fmt.Sprintf("5%% loss between peers, no death for %s: %d false reassignments, %d hosts seen down",
-		lossQuiet, w.moved, len(w.downSeen)))
-	var down, reowned []time.Duration
-	for i := range runs {
-		_, d, r := f.benchHostKill(t)
-		down, reowned = append(down, d), append(reowned, r)
-		t.Logf("host kill under 5%% loss %d/%d: marked down %s, servers re-owned %s", i+1, runs, ms(d), ms(r))
+	if !o.rows["starve"] {
+		return
 	}
-	p50, p99, worst := summary(down)
-	out = append(out, fmt.Sprintf("5%% loss: host kill: host marked down p50 %s p99 %s max %s", ms(p50), ms(p99), ms(worst)))
-	p50, p99, worst = summary(reowned)
-	out = append(out, fmt.Sprintf("5%% loss: host kill: all its servers re-owned p50 %s p99 %s max %s", ms(p50), ms(p99), ms(worst)))
-	heal()
 	if err := is.canStarve(); err != nil {
-		return append(out, fmt.Sprintf("starvation rows skipped: %v", err))
+		c.line(fmt.Sprintf("starvation rows skipped: %v", err))
+		return
 	}
-	for _, pct := range pcts {
-		out = append(out, f.benchStarve(t, is, starveFor, pct)...)
+	for _, pct := range o.starvePct {
+		c.benchStarve(t, o.starveFor, pct)
 	}
-	return out
 }
 
 // benchStarve starves one follower, then the leader, at pct % of one CPU
-// for starveFor each, and returns a line of the report for each.
-func (f *fixture) benchStarve(t *testing.T, is *isolation, starveFor time.Duration, pct int) []string {
+// for starveFor each, and reports each.
+func (c *benchCluster) benchStarve(t *testing.T, starveFor time.Duration, pct int) {
 	t.Helper()
-	var out []string
+	f, is := c.f, c.is
 	leader := f.c.Leader(10 * time.Second)
 	srv, err := f.servers(f.other(leader))
 	if err != nil {
@@ -73,16 +76,17 @@ func (f *fixture) benchStarve(t *testing.T, is *isolation, starveFor time.Durati
 			t.Fatal(err)
 		}
 		own := len(ownedBy(srv, victim.Name))
+		c.load()
 		w, thr := f.starveFor(t, is, victim, obs, pct, starveFor)
 		kept := "all kept"
 		if err := f.keeps(obs, srv, victim.Name); err != nil {
 			kept = err.Error()
 		}
 		after := f.c.Leader(10 * time.Second)
-		t.Logf("%s %s starved at %d%% of a CPU for %s (%s): %s; its %d servers: %s; leader after: %s",
-			role, victim.Name, pct, starveFor, thr, w, own, kept, after.Name)
-		out = append(out, fmt.Sprintf("one peer (the %s) at %d%% of one CPU for %s: %d false reassignments, %d hosts seen down, its %d servers: %s (%s)",
-			role, pct, starveFor, w.moved, len(w.downSeen), own, kept, thr))
+		t.Logf("%s: %s %s starved at %d%% of a CPU for %s (%s): %s; its %d servers: %s; leader after: %s",
+			c.name, role, victim.Name, pct, starveFor, thr, w, own, kept, after.Name)
+		c.line(fmt.Sprintf("one peer (the %s) at %d%% of one CPU for %s: %d false reassignments, %d hosts seen down, %d elections, its %d servers: %s (%s)",
+			role, pct, starveFor, w.moved, len(w.downSeen), w.elections, own, kept, thr))
 		// Let it catch up before the next window.
 		f.poll("every host up after the starvation", 60*time.Second, 200*time.Millisecond, func() error {
 			hs, err := f.hosts(obs)
@@ -97,5 +101,54 @@ func (f *fixture) benchStarve(t *testing.T, is *isolation, starveFor time.Durati
 			return nil
 		})
 	}
-	return out
+}
+
+// benchHostPause pauses (SIGSTOP) the non-leader host owning the most
+// servers, times gossip death (on the leader), HostDown and re-ownership,
+// then resumes it and waits until it is back.
+func (f *fixture) benchHostPause(t *testing.T) (gossipDead, down, reowned time.Duration) {
+	t.Helper()
+	leader := f.c.Leader(10 * time.Second)
+	victim, lost, obs := f.pick(leader)
+	paused := time.Now()
+	victim.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			victim.Resume()
+		}
+	}()
+	gossipDead, down, reowned = f.timeLoss(leader, victim, obs, lost, paused)
+	victim.Resume()
+	resumed = true
+	f.settle(t, victim)
+	return gossipDead, down, reowned
+}
+
+// benchHostPartition cuts the non-leader host owning the most servers off
+// from its peers, times gossip death (on the leader), HostDown and
+// re-ownership, then heals the cut and waits until it is back.
+func (f *fixture) benchHostPartition(t *testing.T, is *isolation) (gossipDead, down, reowned time.Duration) {
+	t.Helper()
+	leader := f.c.Leader(10 * time.Second)
+	victim, lost, obs := f.pick(leader)
+	var others []*e2e.Agent
+	for _, a := range f.c.Agents {
+		if a != victim {
+			others = append(others, a)
+		}
+	}
+	healed := false
+	defer func() {
+		if !healed {
+			is.heal()
+		}
+	}()
+	is.cut(victim, others)
+	cut := time.Now() // once every rule is in (installing them takes a while)
+	gossipDead, down, reowned = f.timeLoss(leader, victim, obs, lost, cut)
+	is.heal()
+	healed = true
+	f.settle(t, victim)
+	return gossipDead, down, reowned
 }

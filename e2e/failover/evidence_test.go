@@ -8,15 +8,17 @@ import (
 	"github.com/corral-dev/corral/ironic/sim"
 )
 
-// TestKillConfirmedByRefusedConnections: with a down_grace of a minute,
-// gossip alone cannot have a host marked down within the test. A host
-// that is SIGKILLed refuses connections on its raft and gossip ports, and
-// the leader confirms the death on that evidence: its servers move. A
-// host paused (SIGSTOP) at the same time still has its listeners (the
-// kernel accepts connections for it): it is not confirmed dead by that
-// evidence, so with this grace it stays up and keeps its servers.
+// TestKillConfirmedByRefusedConnections: with a down_grace of a minute
+// and the leader's own pings not used (silent_grace off), gossip alone
+// cannot have a host marked down within the test. A host that is
+// SIGKILLed refuses connections on its raft and gossip ports, and the
+// leader confirms the death on that evidence: its servers move. A host
+// paused (SIGSTOP) at the same time still has its listeners (the kernel
+// accepts connections for it): it is not confirmed dead by that evidence,
+// so with these settings it stays up and keeps its servers.
 func TestKillConfirmedByRefusedConnections(t *testing.T) {
-	f := start(t, 5, 30, sim.Options{DeployDelay: 200 * time.Millisecond}, "CORRAL_FAILOVER_DOWN_GRACE=60s")
+	f := start(t, 5, 30, sim.Options{DeployDelay: 200 * time.Millisecond}, "CORRAL_FAILOVER_DOWN_GRACE=60s",
+		"CORRAL_FAILOVER_SILENT_GRACE=off")
 	ids := f.boot(15, "evid")
 	srv := f.waitServers(f.c.Agents[0], ids, 60*time.Second, "15 servers ACTIVE", active)
 	leader := f.c.Leader(10 * time.Second)
@@ -58,10 +60,41 @@ func TestKillConfirmedByRefusedConnections(t *testing.T) {
 	t.Logf("bound: killed host's servers re-owned within 30s with a 60s down_grace; measured %s; paused host kept its servers", ms(took))
 }
 
+// TestPauseConfirmedBySilence: with a down_grace of a minute, gossip's
+// word alone cannot have a host marked down within the test. A host that
+// is paused (SIGSTOP) keeps its listeners, so its ports never refuse; but
+// it answers neither gossip nor the leader's own pings, and the leader
+// confirms the death on both: its servers move, each to a live host at
+// epoch 2. Resumed, it is up again.
+func TestPauseConfirmedBySilence(t *testing.T) {
+	f := start(t, 5, 30, sim.Options{DeployDelay: 200 * time.Millisecond}, "CORRAL_FAILOVER_DOWN_GRACE=60s")
+	ids := f.boot(15, "silent")
+	srv := f.waitServers(f.c.Agents[0], ids, 60*time.Second, "15 servers ACTIVE", active)
+	leader := f.c.Leader(10 * time.Second)
+	paused := f.victim(srv, leader)
+	lost := ownedBy(srv, paused.Name)
+	obs := f.other(leader, paused)
+	paused.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			paused.Resume()
+		}
+	}()
+	took := f.awaitReowned(obs, lost, []string{paused.Name}, 30*time.Second)
+	f.checkMoved(obs, lost, paused.Name, 2)
+	paused.Resume()
+	resumed = true
+	upIn := f.waitHost(obs, paused.Name, "up", 30*time.Second)
+	t.Logf("bound: paused host's servers re-owned within 30s with a 60s down_grace; measured %s; resumed, up again in %s",
+		ms(took), ms(upIn))
+}
+
 // TestNoFalseReassignmentUnderLossAndStarvation: with the product
 // defaults, 5 % of the packets between peers dropped and one host that
 // owns servers held to a few percent of one CPU (a CFS quota, cgroup v2
-// or v1) for 30 s, no host may be marked down and no server may move.
+// or v1) for 30 s, no host may be marked down, no server may move and no
+// raft election may be held.
 func TestNoFalseReassignmentUnderLossAndStarvation(t *testing.T) {
 	is := newIsolation(t, 5)
 	needStarvation(t, is)
@@ -75,7 +108,7 @@ func TestNoFalseReassignmentUnderLossAndStarvation(t *testing.T) {
 	defer is.heal()
 	const window = 30 * time.Second
 	w, thr := f.starveFor(t, is, victim, obs, starveTestPercent, window)
-	if w.moved != 0 || len(w.downSeen) != 0 {
+	if w.moved != 0 || len(w.downSeen) != 0 || w.elections != 0 {
 		t.Errorf("under %.0f%% loss with %s starved: %s", 100*lossRate, victim.Name, w)
 	}
 	if err := f.keeps(obs, srv, victim.Name); err != nil {

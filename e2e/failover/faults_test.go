@@ -272,20 +272,24 @@ func endV1(dir string, orig map[int]string) error {
 
 // watch is what a window of faults without a death did to the cluster.
 type watch struct {
-	moved    int             // servers whose owner changed: false reassignments
-	downSeen map[string]bool // hosts seen not up at some poll
-	polls    int
+	moved     int             // servers whose owner changed: false reassignments
+	downSeen  map[string]bool // hosts seen not up at some poll
+	elections int             // raft elections (term changes) over the window
+	polls     int
 }
 
 // watchWindow polls obs every interval for d and counts the servers that
-// changed owner (against the owners at the start) and the hosts seen not
-// up. Every host is alive throughout: any move is a false reassignment.
+// changed owner (against the owners at the start), the hosts seen not up
+// and the raft elections (obs's term at the end less at the start). Every
+// host is alive throughout: any move is a false reassignment, any
+// election a false one.
 func (f *fixture) watchWindow(obs *e2e.Agent, d time.Duration) watch {
 	f.t.Helper()
 	before, err := f.servers(obs)
 	if err != nil {
 		f.t.Fatalf("servers before the window: %v", err)
 	}
+	term0 := f.term(obs)
 	w := watch{downSeen: map[string]bool{}}
 	moved := map[string]bool{}
 	end := time.Now().Add(d)
@@ -311,6 +315,9 @@ func (f *fixture) watchWindow(obs *e2e.Agent, d time.Duration) watch {
 		time.Sleep(500 * time.Millisecond) // pacing the poll: the window's length is what is measured
 	}
 	w.moved = len(moved)
+	if term := f.term(obs); term0 > 0 && term > term0 {
+		w.elections = int(term - term0)
+	}
 	return w
 }
 
@@ -319,7 +326,7 @@ func (w watch) String() string {
 	for h := range w.downSeen {
 		down = append(down, h)
 	}
-	return fmt.Sprintf("%d servers moved, hosts seen down: %v (%d polls)", w.moved, down, w.polls)
+	return fmt.Sprintf("%d servers moved, hosts seen down: %v, %d elections (%d polls)", w.moved, down, w.elections, w.polls)
 }
 
 // keeps reports whether every server of srv owned by host is still owned

@@ -53,6 +53,23 @@ func start(t testing.TB, hosts, nodes int, so sim.Options, env ...string) *fixtu
 // that netem can cut it off (see newIsolation).
 func startIn(t testing.TB, cg *proc.Cgroups, hosts, nodes int, so sim.Options, env ...string) *fixture {
 	t.Helper()
+	return startWith(t, startOptions{cg: cg, env: env}, hosts, nodes, so)
+}
+
+// startOptions are how startWith runs the agents.
+type startOptions struct {
+	base int           // last octet of the first agent's address (0: baseIP)
+	bin  string        // the binary (empty: the tree's own)
+	cg   *proc.Cgroups // each agent in its cgroup of cg (nil: none)
+	env  []string      // settings of every agent
+}
+
+// startWith is start with the agents run as o says.
+func startWith(t testing.TB, o startOptions, hosts, nodes int, so sim.Options) *fixture {
+	t.Helper()
+	if o.base == 0 {
+		o.base = baseIP
+	}
 	if testing.Short() {
 		t.Skip("starts real agent processes")
 	}
@@ -65,8 +82,8 @@ func startIn(t testing.TB, cg *proc.Cgroups, hosts, nodes int, so sim.Options, e
 		s.Close()
 	})
 	f := &fixture{t: t, sim: s, rec: rec, url: ts.URL, nodes: s.SeedNodes(nodes, nodeClass)}
-	f.c = e2e.Start(t, hosts, e2e.Options{BaseIP: baseIP, ExtraArgs: []string{"--ironic-url", ts.URL}, Cgroups: cg,
-		Env: append([]string{"CORRAL_IRONIC_SYNC_INTERVAL=1s"}, env...)})
+	f.c = e2e.Start(t, hosts, e2e.Options{BaseIP: o.base, ExtraArgs: []string{"--ironic-url", ts.URL}, Cgroups: o.cg,
+		Bin: o.bin, Env: append([]string{"CORRAL_IRONIC_SYNC_INTERVAL=1s"}, o.env...)})
 	f.c.AwaitReady(60 * time.Second)
 	a := f.c.Agents[0]
 	f.poll("every host up, every node mirrored", 60*time.Second, 100*time.Millisecond, func() error {

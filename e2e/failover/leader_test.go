@@ -1,11 +1,15 @@
 package failover
 
 import (
+	"fmt"
 	"maps"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
 )
 
@@ -163,4 +167,64 @@ func TestLeaderKilledBetweenDownAndPlan(t *testing.T) {
 	if w := f.rec.touching(victim.Name, healed, lost); len(w) > 0 {
 		t.Errorf("restarted host %s wrote to Ironic for servers it had lost: %v", victim.Name, w)
 	}
+}
+
+// TestLeaderStopHandsOver: a leader stopped gracefully (SIGTERM) hands
+// raft leadership over before it stops serving. The next write commits
+// through a survivor, and no survivor reached its heartbeat timeout and
+// started an election: the new leader was elected on the old one's word.
+func TestLeaderStopHandsOver(t *testing.T) {
+	f := start(t, 3, 3, sim.Options{DeployDelay: 200 * time.Millisecond})
+	leader := f.c.Leader(10 * time.Second)
+	offsets := map[*e2e.Agent]int64{}
+	for _, a := range f.c.Agents {
+		if a != leader {
+			offsets[a] = logSize(t, a)
+		}
+	}
+	stopped := time.Now()
+	leader.Stop(30 * time.Second)
+	exited := time.Since(stopped)
+	obs := f.other(leader)
+	attempt := 0
+	f.poll("a write committed after the leader's stop", 30*time.Second, 20*time.Millisecond, func() error {
+		attempt++
+		id := fmt.Sprintf("after-stop-%d", attempt)
+		ctx, cancel := ctx10()
+		defer cancel()
+		return obs.Client().Do(ctx, http.MethodPost, "/compute/v2.1/flavors", map[string]any{"flavor": map[string]any{
+			"name": id, "id": id, "vcpus": 1, "ram": 1, "disk": 1}}, nil)
+	})
+	t.Logf("write committed %s after the SIGTERM (the agent exited after %s)", ms(time.Since(stopped)), ms(exited))
+	if own := readLog(t, leader, 0); !strings.Contains(own, "handed raft leadership over") {
+		t.Errorf("the stopped leader %s did not hand leadership over (its log has no hand-over)", leader.Name)
+	}
+	for a, off := range offsets {
+		if l := readLog(t, a, off); strings.Contains(l, "heartbeat timeout reached") {
+			t.Errorf("%s reached its heartbeat timeout after the leader's stop: an election timeout ran", a.Name)
+		}
+	}
+}
+
+// logSize is the size of a's log so far.
+func logSize(t *testing.T, a *e2e.Agent) int64 {
+	t.Helper()
+	fi, err := os.Stat(a.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// readLog returns a's log from offset on.
+func readLog(t *testing.T, a *e2e.Agent, offset int64) string {
+	t.Helper()
+	b, err := os.ReadFile(a.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offset > int64(len(b)) {
+		return ""
+	}
+	return string(b[offset:])
 }

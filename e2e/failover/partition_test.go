@@ -48,15 +48,22 @@ var errNoIsolation = errors.New("cannot isolate agents")
 // errNoIsolation when the machine lacks what it needs.
 func tryIsolation(t testing.TB, hosts int) (*isolation, error) {
 	t.Helper()
+	return tryIsolationNamed(t, hosts, "")
+}
+
+// tryIsolationNamed is tryIsolation for one of several clusters, told
+// apart by name in the cgroups' and the firewall chains' names.
+func tryIsolationNamed(t testing.TB, hosts int, name string) (*isolation, error) {
+	t.Helper()
 	var names []string
 	for i := 1; i <= hosts; i++ {
 		names = append(names, fmt.Sprintf("peer%d", i))
 	}
-	cg, err := proc.NewCgroups(fmt.Sprintf("corral-failover-%d", os.Getpid()), names...)
+	cg, err := proc.NewCgroups(fmt.Sprintf("corral-failover-%d%s", os.Getpid(), name), names...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: it needs a writable cgroup2 hierarchy to tell the agents' sockets apart: %v", errNoIsolation, err)
 	}
-	fw, err := netem.New(fmt.Sprintf("CORRAL-FO-%d", os.Getpid()%100000))
+	fw, err := netem.New(fmt.Sprintf("CORRAL-FO-%d%s", os.Getpid()%100000, name))
 	if errors.Is(err, netem.ErrNoIptables) {
 		_ = cg.Remove()
 		return nil, fmt.Errorf("%w: %v", errNoIsolation, err)

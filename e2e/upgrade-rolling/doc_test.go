@@ -7,8 +7,10 @@
 // and server actions. It checks that no acknowledged write is lost, that
 // no server is left stuck, that no node is reserved twice (in corral and in
 // Ironic), that the command types this release adds appear in the raft log
-// only after the last old peer is gone, and that an old binary started
-// afterwards on an upgraded data dir is refused with a clear message.
+// only after the last old peer is gone, that the entries are JSON until
+// the last peer runs this tree and msgpack once every peer says so, and
+// that an old binary started afterwards on an upgraded data dir is refused
+// with a clear message.
 //
 // The previous release is commit c06b12d (baseCommit): the peer identity
 // work (c0cc9fe, 2cd02c6: raft behind the peer token's challenge or peer

@@ -58,8 +58,9 @@ type operator struct {
 	newBin  string
 	version string // the new binary's
 	cmds    string // the new binary's command types
-	// beforeStop, when set, runs just before a peer is stopped.
-	beforeStop func(a *e2e.Agent)
+	// beforeStop and beforeStart, when set, run just before a peer is
+	// stopped, and started again.
+	beforeStop, beforeStart func(a *e2e.Agent)
 }
 
 // run carries out the steps of one block; peer is the peer being
@@ -78,6 +79,9 @@ func (o *operator) run(steps [][2]string, peer *e2e.Agent) {
 		case cmd == "install -m 0755 corral /usr/bin/corral":
 			peer.Bin = o.newBin
 		case cmd == "systemctl start corral":
+			if o.beforeStart != nil {
+				o.beforeStart(peer)
+			}
 			catchUpTo = o.leaderCommit()
 			peer.Start()
 		case strings.HasPrefix(cmd, "corral "):

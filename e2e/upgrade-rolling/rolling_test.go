@@ -78,11 +78,17 @@ func TestRollingUpgrade(t *testing.T) {
 	go w.run()
 	var oldCommands string    // what the old peers advertise
 	var lastOldIndex uint64   // the leader's commit index as the last old peer stops
+	var lastStartIndex uint64 // ... as it starts again on this tree
 	var flavorsAcked []string // flavors created (acknowledged) during the upgrade
 	op := &operator{t: t, c: c, oldBin: oldBin, newBin: newBin, version: newInfo.Version, cmds: newInfo.Commands}
 	op.beforeStop = func(a *e2e.Agent) {
 		if a == c.Agents[len(c.Agents)-1] {
 			lastOldIndex = op.leaderCommit()
+		}
+	}
+	op.beforeStart = func(a *e2e.Agent) {
+		if a == c.Agents[len(c.Agents)-1] {
+			lastStartIndex = op.leaderCommit()
 		}
 	}
 	op.run(procedure(t, "#### Before"), nil)
@@ -96,6 +102,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Logf("%s runs this tree", a.Name)
 	}
 	op.run(procedure(t, "#### After the last peer"), nil)
+	upgradedIndex := op.leaderCommit() // every peer runs this tree and says so
 	if oldCommands == "" || fsm.CommandKnownIn(oldCommands, fsm.CmdStartServerAction) {
 		t.Fatalf("the old peers advertised command types %q: not a release without StartServerAction", oldCommands)
 	}
@@ -121,12 +128,24 @@ func TestRollingUpgrade(t *testing.T) {
 			t.Errorf("flavor %s, acknowledged during the upgrade, is gone: %v", f, err)
 		}
 	}
+	lastNewIndex := op.leaderCommit()
 	downgrade(t, c, oldBin, newBin)
 
 	// The log: no new command type before the last old peer stopped, and
-	// some after it.
+	// some after it; JSON until the last peer ran this tree, msgpack once
+	// every peer said so.
 	c.StopAll()
-	checkLog(t, filepath.Join(c.Agents[0].DataDir, "raft", "raft.db"), oldCommands, lastOldIndex)
+	checkLog(t, filepath.Join(c.Agents[0].DataDir, "raft", "raft.db"), oldCommands,
+		logMarks{lastOld: lastOldIndex, lastStart: lastStartIndex, upgraded: upgradedIndex, lastNew: lastNewIndex})
+}
+
+// logMarks are the leader's commit indexes at the moments of the upgrade
+// the log is checked against.
+type logMarks struct {
+	lastOld   uint64 // the last old peer stops
+	lastStart uint64 // it starts again on this tree
+	upgraded  uint64 // every peer shows this tree's version
+	lastNew   uint64 // before the downgrade is tried
 }
 
 // advertised returns the command types peer other advertises, as a
@@ -335,10 +354,13 @@ func downgrade(t *testing.T, c *e2e.Cluster, oldBin, newBin string) {
 	c.AwaitReady(60 * time.Second)
 }
 
-// checkLog reads a peer's raft log: every command up to lastOld (the
-// commit index when the last old peer stopped) is of a type the old peers
-// advertised, and the new types appear after it.
-func checkLog(t *testing.T, path, oldCommands string, lastOld uint64) {
+// checkLog reads a peer's raft log: every command up to the last old
+// peer's stop is of a type the old peers advertised, and the new types
+// appear after it; every entry is JSON until the last peer started on
+// this tree (the old peers, alive or stopped for their upgrade, read
+// nothing else), and msgpack from the moment every peer showed this
+// tree's version until the downgrade was tried.
+func checkLog(t *testing.T, path, oldCommands string, at logMarks) {
 	t.Helper()
 	store, err := raftboltdb.NewBoltStore(path)
 	if err != nil {
@@ -348,7 +370,8 @@ func checkLog(t *testing.T, path, oldCommands string, lastOld uint64) {
 	first, _ := store.FirstIndex()
 	last, _ := store.LastIndex()
 	counts := map[fsm.CommandType]int{}
-	newAfter := 0
+	encodings := map[fsm.Encoding]int{}
+	newAfter, msgpackAfter, firstMsgpack := 0, 0, uint64(0)
 	for i := first; i <= last && i > 0; i++ {
 		var e raft.Log
 		if err := store.GetLog(i, &e); err != nil {
@@ -357,20 +380,42 @@ func checkLog(t *testing.T, path, oldCommands string, lastOld uint64) {
 		if e.Type != raft.LogCommand || len(e.Data) == 0 {
 			continue
 		}
-		typ := fsm.CommandType(e.Data[0])
+		enc, typ, err := fsm.EntryEncoding(e.Data)
+		if err != nil {
+			t.Fatalf("log entry %d: %v", i, err)
+		}
 		counts[typ]++
+		encodings[enc]++
+		if enc == fsm.EncodingMsgpack && firstMsgpack == 0 {
+			firstMsgpack = i
+		}
 		known := fsm.CommandKnownIn(oldCommands, typ) || typ.Ignorable()
 		switch {
-		case i <= lastOld && !known:
+		case i <= at.lastOld && !known:
 			t.Errorf("log entry %d is a %s, which the old peers (%s) cannot apply, written before the last of them stopped (at %d)",
-				i, typ, oldCommands, lastOld)
-		case i > lastOld && !known:
+				i, typ, oldCommands, at.lastOld)
+		case i > at.lastOld && !known:
 			newAfter++
+		}
+		switch {
+		case i <= at.lastStart && enc != fsm.EncodingJSON:
+			t.Errorf("log entry %d (a %s) is in %s, written before the last old peer started on this tree (at %d)", i, typ, enc, at.lastStart)
+		case i > at.upgraded && i <= at.lastNew && enc != fsm.EncodingMsgpack:
+			t.Errorf("log entry %d (a %s) is in %s, written after every peer ran this tree (from %d)", i, typ, enc, at.upgraded)
+		case i > at.upgraded && i <= at.lastNew:
+			msgpackAfter++
 		}
 	}
 	if newAfter == 0 {
 		t.Errorf("no entry of a new command type after the upgrade (entries %d-%d, by type %v)", first, last, counts)
 	}
+	if msgpackAfter == 0 {
+		t.Errorf("no msgpack entry after every peer ran this tree (entries %d-%d, upgraded at %d, by encoding %v)",
+			first, last, at.upgraded, encodings)
+	}
 	t.Logf("raft log %d-%d: %d entries of types the old peers lacked, all after %d (the last old peer's stop); by type %v",
-		first, last, newAfter, lastOld, counts)
+		first, last, newAfter, at.lastOld, counts)
+	t.Logf("entries by encoding %v: JSON up to %d (the last old peer's start on this tree) and beyond, the first msgpack at %d, "+
+		"%d msgpack entries and no other from %d (every peer at this tree's version) to %d", encodings, at.lastStart,
+		firstMsgpack, msgpackAfter, at.upgraded, at.lastNew)
 }

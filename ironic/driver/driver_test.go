@@ -347,9 +347,12 @@ func TestDeleteDuringBuildWins(t *testing.T) {
 
 // A host killed while its servers deploy: the leader confirms the death,
 // commits a plan, and the new owners finish the deploys, with one
-// allocation each and the same nodes.
+// allocation each and the same nodes. The simulator holds the deploys
+// until the new owners have the servers, so that they are mid-deploy
+// however long the boots, the death and the plan take.
 func TestFailoverMidDeploy(t *testing.T) {
-	w := newWorld(t, 3, driver.ReserveAuto, sim.Options{DeployDelay: 3 * time.Second})
+	w := newWorldCfg(t, 3, sim.Options{}, nil, driver.Config{Reservation: driver.ReserveAuto, DeployTimeout: 5 * time.Minute}, compute.Config{})
+	w.sim.HoldDeploys()
 	w.sim.SeedNodes(6, "baremetal-gold")
 	w.waitMirror(6)
 	w.flavor("gold", "CUSTOM_BAREMETAL_GOLD", nil)
@@ -385,6 +388,15 @@ func TestFailoverMidDeploy(t *testing.T) {
 		nodes[id] = s.NodeUUID
 	}
 	w.kill(victim)
+	testkit.Eventually(t, 30*time.Second, func() error {
+		for _, id := range victims {
+			if s, _ := w.leader().Node.Store().Server(id); s.Host == victim {
+				return fmt.Errorf("server %s is still on %s", id, victim)
+			}
+		}
+		return nil
+	})
+	w.sim.ReleaseDeploys()
 	for _, id := range victims {
 		s := w.waitStatus(id, fsm.StatusActive)
 		if s.Host == victim || s.Epoch != 2 || s.NodeUUID != nodes[id] {

@@ -95,6 +95,9 @@ type Server struct {
 	counts  map[string]int // "METHOD path" -> requests
 	writers map[string]int // User-Agent -> mutating requests
 
+	holding bool     // deploys stay in deploying past DeployDelay (HoldDeploys)
+	held    []func() // the ends of the deploys held, run by ReleaseDeploys
+
 	effects        []SideEffect // accepted side effects, oldest first (sideeffects.go)
 	effectSeq      int64
 	effectsDropped int64
@@ -152,6 +155,27 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+}
+
+// HoldDeploys keeps every deploy in deploying, its node locked, past DeployDelay until
+// ReleaseDeploys: like a deploy that takes as long as the test needs, so that a test can have
+// several deploys in flight at once however slowly they start.
+func (s *Server) HoldDeploys() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding = true
+}
+
+// ReleaseDeploys ends the deploys HoldDeploys held (each goes active) and lets the next ones end
+// after DeployDelay again.
+func (s *Server) ReleaseDeploys() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding = false
+	for _, end := range s.held {
+		end()
+	}
+	s.held = nil
 }
 
 // FailNext makes the next n requests whose method matches (empty = any) and whose path starts

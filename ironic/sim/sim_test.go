@@ -288,6 +288,36 @@ func TestCloseStopsPendingTransitions(t *testing.T) {
 	}
 }
 
+// A held deploy stays deploying, its node locked, past DeployDelay and
+// ends when released; the next one ends after the delay again.
+func TestHoldDeploys(t *testing.T) {
+	s, c := start(t, sim.Options{DeployDelay: time.Millisecond, LockWait: 300 * time.Millisecond})
+	s.Seed([]sim.NodeSpec{{Name: "n1", ResourceClass: "rc"}, {Name: "n2", ResourceClass: "rc"}})
+	s.HoldDeploys()
+	if code, m, _ := c.do(http.MethodPut, "/v1/nodes/n1/states/provision", map[string]any{"target": "active"}); code != http.StatusAccepted {
+		t.Fatalf("deploy: %d %v", code, m)
+	}
+	// A request that waits for the node's lock waits it out: the deploy
+	// still holds the node long after its 1 ms.
+	code, m, _ := c.do(http.MethodPut, "/v1/nodes/n1/states/power", map[string]any{"target": "power on"})
+	if code != http.StatusConflict || !strings.Contains(fault(m), "locked") {
+		t.Fatalf("power on a node whose deploy is held: %d %v, want 409 locked", code, m)
+	}
+	if st := s.Nodes()[0]; st.ProvisionState != "deploying" {
+		t.Fatalf("held deploy is %s", st.ProvisionState)
+	}
+	s.ReleaseDeploys()
+	c.do(http.MethodPut, "/v1/nodes/n2/states/provision", map[string]any{"target": "active"})
+	testkit.Eventually(t, 10*time.Second, func() error {
+		for _, st := range s.Nodes() {
+			if st.ProvisionState != "active" {
+				return fmt.Errorf("after the release node %s is %s", st.Name, st.ProvisionState)
+			}
+		}
+		return nil
+	})
+}
+
 func TestBackfillAndVIFRecording(t *testing.T) {
 	s, c := start(t, sim.Options{})
 	id := s.Seed([]sim.NodeSpec{{Name: "n1", ResourceClass: "rc", ProvisionState: "active"}})[0]

@@ -40,6 +40,22 @@ func (s *Server) startTask(n *node, d time.Duration, fn func()) {
 	})
 }
 
+// holdable is the end of a deploy on n, which HoldDeploys defers (with n still locked) until
+// ReleaseDeploys. Like every task's end it runs with s.mu held.
+func (s *Server) holdable(n *node, end func()) func() {
+	return func() {
+		if !s.holding {
+			end()
+			return
+		}
+		n.locked++
+		s.held = append(s.held, func() {
+			n.locked--
+			end()
+		})
+	}
+}
+
 type provisionBody struct {
 	Target      string          `json:"target"`
 	ConfigDrive json.RawMessage `json:"configdrive"`
@@ -125,7 +141,7 @@ func (c *call) setProvisionState(ident string) {
 		delay = c.s.opts.UndeployDelay
 		finish = func() { c.s.tearDown(n) }
 	}
-	c.s.startTask(n, delay, func() {
+	end := func() {
 		if finish != nil {
 			finish()
 		}
@@ -133,7 +149,11 @@ func (c *call) setProvisionState(ident string) {
 		n.targetProvisionState = nil
 		n.updated = now()
 		n.provisionUpdated = n.updated
-	})
+	}
+	if tr.via == "deploying" {
+		end = c.s.holdable(n, end)
+	}
+	c.s.startTask(n, delay, end)
 	c.accepted(n)
 }
 

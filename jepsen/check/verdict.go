@@ -24,11 +24,14 @@ type RunInfo struct {
 	Auth     string   `json:"auth,omitempty"`     // static tokens or Keystone
 	Networks string   `json:"networks,omitempty"` // -neutron: Neutron's URL and the network, or why it was skipped
 	Workload string   `json:"workload,omitempty"` // "" (older runs) is mixed
+	// Upgrade: with -old-bin, the peer upgraded during the run.
+	Upgrade *history.Upgrade `json:"upgrade,omitempty"`
 }
 
 // Verdict is verdict.json: every checker's result. Valid only if every
 // fault happened as scheduled, the linearizability, final-state and
-// availability checkers are valid and no agent hit a data race; the
+// availability checkers (and those of the run's workload, Neutron and
+// upgrade) are valid and no agent hit a data race; the
 // default-read check is informational (default reads are documented as
 // possibly stale while a deposed leader does not know it yet).
 type Verdict struct {
@@ -42,6 +45,7 @@ type Verdict struct {
 	MassBoot     *MassResult         `json:"massboot,omitempty"`   // with -workload massboot
 	Actions      *ActionResult       `json:"actions,omitempty"`    // with -workload actions
 	Neutron      *NeutronResult      `json:"neutron,omitempty"`    // with -neutron
+	Upgrade      *UpgradeResult      `json:"upgrade,omitempty"`    // with -old-bin
 	DataRaces    map[string][]string `json:"data_races,omitempty"` // agent → race detector reports
 	OpCounts     OpCounts            `json:"op_counts"`
 	Windows      []history.Window    `json:"windows"`
@@ -111,6 +115,11 @@ func All(in Input) Verdict {
 		n := Neutron(ix, in.Final, in.Effects)
 		v.Neutron = &n
 		v.Valid = v.Valid && n.Valid
+	}
+	if run.Upgrade != nil {
+		u := Upgrade(run.Upgrade, in.Windows)
+		v.Upgrade = &u
+		v.Valid = v.Valid && u.Valid
 	}
 	return v
 }

@@ -19,7 +19,7 @@ func (pr *Probe) Collect(ctx context.Context) history.FinalState {
 	defer cancel()
 	base := pr.AnyURL(cctx)
 	var err error
-	if fs.Servers, err = pr.servers(cctx, base, true); err != nil {
+	if fs.Servers, err = pr.everyServer(cctx, base); err != nil {
 		fail("servers", err)
 	}
 	for _, a := range pr.Cl.Agents {
@@ -58,4 +58,30 @@ func (pr *Probe) Collect(ctx context.Context) history.FinalState {
 		fail("Ironic allocations", err)
 	}
 	return fs
+}
+
+// everyServer lists every server base holds, live and deleted (kept for
+// deleted_retention), linearizably: deleted=true lists the deleted ones
+// only, as Nova's filter, so it takes two reads, the live servers first.
+// A server deleted between them is kept as the second read saw it.
+func (pr *Probe) everyServer(ctx context.Context, base string) ([]history.ServerState, error) {
+	live, err := pr.servers(ctx, base, false)
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := pr.servers(ctx, base, true)
+	if err != nil {
+		return nil, err
+	}
+	gone := make(map[string]bool, len(deleted))
+	for _, s := range deleted {
+		gone[s.ID] = true
+	}
+	out := make([]history.ServerState, 0, len(live)+len(deleted))
+	for _, s := range live {
+		if !gone[s.ID] {
+			out = append(out, s)
+		}
+	}
+	return append(out, deleted...), nil
 }

@@ -84,6 +84,8 @@ func (n *Nemesis) inject(ctx context.Context, family, variant string, target *cl
 			err = a.Start()
 		}
 		return "restart", a.Name + " stopped with SIGTERM and restarted", func() error { return a.Start() }, err
+	case "upgrade":
+		return n.upgrade()
 	case "combo":
 		return n.combo(ctx, target)
 	case "keyrotate":

@@ -32,6 +32,9 @@ type Nemesis struct {
 	// at most AimWait; "" leaves the usual random pick.
 	Aim     func(ctx context.Context, wait time.Duration) (string, string)
 	AimWait time.Duration
+	// Upgrade, when set, is the run's one upgrade of a peer (-old-bin):
+	// the first fault due from its At on is the upgrade instead.
+	Upgrade *Upgrade
 
 	mu      sync.Mutex
 	windows []history.Window
@@ -62,7 +65,7 @@ func (n *Nemesis) Windows() []history.Window {
 // at the end, and heals everything before returning.
 func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
 	defer func() { _ = n.HealAll() }() // the caller heals again and keeps the error
-	if len(n.Families) == 0 {
+	if len(n.Families) == 0 && n.Upgrade == nil {
 		return
 	}
 	// Every family gets its turn, in a fresh random order each round.
@@ -74,12 +77,20 @@ func (n *Nemesis) Run(ctx context.Context, until time.Duration) {
 		if n.Rec.Since()+n.Fault+n.Heal > until {
 			return
 		}
-		if len(queue) == 0 {
-			queue = append(queue, n.Families...)
-			n.Rng.Shuffle(len(queue), func(i, j int) { queue[i], queue[j] = queue[j], queue[i] })
+		family := ""
+		switch {
+		case n.Upgrade.due(n.Rec.Since()):
+			family = "upgrade"
+		case len(n.Families) == 0:
+			continue
+		default:
+			if len(queue) == 0 {
+				queue = append(queue, n.Families...)
+				n.Rng.Shuffle(len(queue), func(i, j int) { queue[i], queue[j] = queue[j], queue[i] })
+			}
+			family = queue[0]
+			queue = queue[1:]
 		}
-		family := queue[0]
-		queue = queue[1:]
 		variant := ""
 		if family == "partition" {
 			variant = n.drawVariant()

@@ -74,6 +74,10 @@ func WriteMarkdown(dir string, v check.Verdict) error {
 	if n := v.Neutron; n != nil {
 		w("| Neutron ports (no orphan, one per network, addresses, user ports given back) | %s | %s %s |", verdictWord(n.Valid), n.Summary(), causes(n.Counts))
 	}
+	if u := v.Upgrade; u != nil {
+		w("| upgrade of a peer of an older release (-old-bin), the entry encoding's switch | %s | %s |", verdictWord(u.Valid),
+			strings.ReplaceAll(u.Summary(), "|", `\|`))
+	}
 	a := v.Availability
 	w("| availability | %s | writes %.1f%% ok overall, %.1f%% outside faults; recovered %.1fs after the last heal |",
 		verdictWord(a.Valid), 100*a.Overall.WriteAvail, 100*a.Healthy.WriteAvail, a.FinalRecoveryS)

@@ -58,6 +58,9 @@ func Summary(w io.Writer, dir string, v check.Verdict) {
 	if n := v.Neutron; n != nil {
 		fmt.Fprintf(w, "neutron: %v (%s) %v\n", n.Valid, n.Summary(), n.Counts)
 	}
+	if u := v.Upgrade; u != nil {
+		fmt.Fprintf(w, "upgrade: %v (%s)\n", u.Valid, u.Summary())
+	}
 	fmt.Fprintf(w, "availability: %v (writes %.1f%% ok, recovery %.1fs)\n", v.Availability.Valid,
 		100*v.Availability.Overall.WriteAvail, v.Availability.FinalRecoveryS)
 	fmt.Fprintf(w, "faults: %v (%d windows, %d not injected or not healed, %d felt by no operation)\n", v.Faults.Valid,
