@@ -230,8 +230,10 @@ func (m *Manager) scan(ctx context.Context) {
 		}
 		s, err := store.Server(id) // no longer a live server of ours at this epoch
 		if err != nil || s.Host != m.c.Name() || s.Epoch != w.epoch {
-			w.cancel()
+			// Counted before the cancel: whoever sees the worker stop
+			// sees the fence counted.
 			m.m.fenced.Inc()
+			w.cancel()
 			m.log.Warn("server lost to another owner; its worker stops now", "server", id, "epoch", w.epoch, "owner", s.Host, "owner_epoch", s.Epoch)
 			delete(m.running, id)
 		}

@@ -83,10 +83,11 @@ func start(t *testing.T, nodes int) *fixture {
 	sv := env.User(realneutron.Service)
 	auth := []string{"USERNAME=" + sv.Username, "PASSWORD=" + sv.Password, "PROJECT_NAME=" + sv.Project}
 	// The default node sync (5 s): Ironic is one process, and every
-	// listing of the nodes slows its VIF attaches. Raft's timeouts four
-	// times the LAN defaults: race-built agents beside Ironic, Neutron
-	// and Keystone on a loaded machine lost their leader to missed
-	// heartbeats, and this test is about Neutron, not failover time.
+	// listing of the nodes slows its VIF attaches. Raft's heartbeat and
+	// election timeouts twice the defaults: race-built agents beside
+	// Ironic, Neutron and Keystone on a loaded machine lost their leader
+	// to missed heartbeats, and this test is about Neutron, not failover
+	// time.
 	agentEnv := []string{"CORRAL_AUTH_STRATEGY=keystone",
 		"CORRAL_RAFT_HEARTBEAT_TIMEOUT=2s", "CORRAL_RAFT_ELECTION_TIMEOUT=2s", "CORRAL_RAFT_LEADER_LEASE_TIMEOUT=1s",
 		"CORRAL_KEYSTONE_AUTHTOKEN_AUTH_URL=" + env.AuthURL(), "CORRAL_KEYSTONE_AUTHTOKEN_TOKEN_CACHE_TIME=60",

@@ -39,8 +39,9 @@ func TestOpenStackCLINeutron(t *testing.T) {
 		nodeIDs = append(nodeIDs, id)
 	}
 	sv := env.User(realneutron.Service)
-	// Raft's timeouts four times the LAN defaults, as in e2e/neutron: the
-	// agents share a loaded machine with Ironic, Neutron and Keystone.
+	// Raft's heartbeat and election timeouts twice the defaults, as in
+	// e2e/neutron: the agents share a loaded machine with Ironic, Neutron
+	// and Keystone.
 	c.startWith(2, fmt.Sprintf(`
 [raft]
 heartbeat_timeout = 2s

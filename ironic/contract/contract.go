@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ type Env struct {
 	Prefix  string // unique per run: isolates names and resource classes on a shared Ironic
 	Real    bool
 	Timeout time.Duration // deadline of each wait
-	macSeq  byte
+	macSeq  atomic.Uint32 // cases run in parallel
 	macBase string
 }
 
@@ -64,10 +65,9 @@ func NewEnv(root string, real bool) (*Env, error) {
 // Name returns a run-unique name (valid as node name, allocation name and resource class).
 func (e *Env) Name(s string) string { return e.Prefix + "-" + s }
 
-// MAC returns a run-unique MAC address.
+// MAC returns a run-unique MAC address (256 per run).
 func (e *Env) MAC() string {
-	e.macSeq++
-	return fmt.Sprintf("%s:%02x", e.macBase, e.macSeq)
+	return fmt.Sprintf("%s:%02x", e.macBase, byte(e.macSeq.Add(1)))
 }
 
 // Raw is a plain HTTP exchange, for checks that need headers or exact bodies.

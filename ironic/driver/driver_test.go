@@ -175,6 +175,9 @@ func (w *world) waitStatus(id string, want fsm.ServerStatus) fsm.Server {
 			return err
 		}
 		if s.Status != want || s.TaskState != "" {
+			if s.Fault != nil {
+				return fmt.Errorf("server %s is %s/%s (fault %+v), want %s", id, s.Status, s.TaskState, *s.Fault, want)
+			}
 			return fmt.Errorf("server %s is %s/%s, want %s", id, s.Status, s.TaskState, want)
 		}
 		return nil
