@@ -39,15 +39,6 @@ const securityGroupWait = 2 * time.Minute
 var securityGroupCommands = []fsm.CommandType{fsm.CmdRequestSecurityGroupAction, fsm.CmdFinishSecurityGroupAction,
 	fsm.CmdSetPortIntent, fsm.CmdRecordServerPort, fsm.CmdForgetServerPort}
 
-func (h *Handlers) securityGroupsKnown() bool {
-	for _, t := range securityGroupCommands {
-		if !h.known(t) {
-			return false
-		}
-	}
-	return true
-}
-
 // errNoUniqueGroup is Nova's 409 for a name several groups have.
 func errNoUniqueGroup(name string) error {
 	return echo.NewHTTPError(http.StatusConflict,
@@ -119,7 +110,7 @@ func (h *Handlers) bootSecurityGroups(c echo.Context, groups []securityGroup, pr
 			out = append(out, fsm.SecurityGroupRef{ID: g.ID, Name: g.Name})
 		}
 	}
-	if !h.securityGroupsKnown() {
+	if !h.known(securityGroupCommands...) {
 		return nil, notYet("Security groups other than default")
 	}
 	return out, nil
@@ -162,7 +153,7 @@ func (h *Handlers) securityGroupAction(c echo.Context, v fsm.Server, action stri
 	if !found {
 		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("Security group %s is not found for project %s", name, v.ProjectID))
 	}
-	if !h.securityGroupsKnown() {
+	if !h.known(securityGroupCommands...) {
 		return notYet("A server's security groups")
 	}
 	kind := fsm.ActionAddSecurityGroup
