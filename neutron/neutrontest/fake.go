@@ -39,6 +39,11 @@ type Neutron struct {
 	// LateBy, when set, makes the first create (the one OnCreate runs at)
 	// fail and its port appear that much later.
 	LateBy time.Duration
+	// Slow, when set, makes every create as a busy Neutron does: received
+	// at once, its port made and answered Slow later, whether or not the
+	// caller still waits for the answer.
+	Slow     time.Duration
+	inFlight int // Slow creates received and not made yet
 	// Calls are the names of the port calls made, in order.
 	Calls []string
 	// failGroups (SetFailGroups) runs at each change of a port's
@@ -333,8 +338,34 @@ func (f *Neutron) SetMAC(id, mac string) error {
 }
 
 // CreatePort creates a port, as Neutron checks it.
-func (f *Neutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.Port, error) {
+func (f *Neutron) CreatePort(ctx context.Context, p neutron.PortCreate) (neutron.Port, error) {
+	if by, ok := neutron.SendBy(ctx); ok && !time.Now().Before(by) {
+		return neutron.Port{}, fmt.Errorf("creating a port: %w", neutron.ErrNotSent)
+	}
 	f.call("create")
+	if f.Slow > 0 {
+		type answer struct {
+			port neutron.Port
+			err  error
+		}
+		done := make(chan answer, 1)
+		f.mu.Lock()
+		f.inFlight++
+		f.mu.Unlock()
+		time.AfterFunc(f.Slow, func() {
+			port, err := f.create(p)
+			f.mu.Lock()
+			f.inFlight--
+			f.mu.Unlock()
+			done <- answer{port, err}
+		})
+		select {
+		case a := <-done:
+			return a.port, a.err
+		case <-ctx.Done():
+			return neutron.Port{}, fmt.Errorf("%w: no answer: %w", neutron.ErrUnavailable, ctx.Err())
+		}
+	}
 	late := false
 	if f.OnCreate != nil {
 		f.onceCreate.Do(func() { f.OnCreate(); late = f.LateBy > 0 })
@@ -350,6 +381,18 @@ func (f *Neutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.P
 		})
 		return neutron.Port{}, fmt.Errorf("%w: no answer", neutron.ErrUnavailable)
 	}
+	return f.create(p)
+}
+
+// InFlight is how many Slow creates Neutron received and has not made yet.
+func (f *Neutron) InFlight() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight
+}
+
+// create makes the port of a create that reached Neutron.
+func (f *Neutron) create(p neutron.PortCreate) (neutron.Port, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.networks[p.NetworkID]; !ok {

@@ -182,7 +182,7 @@ func (p *Ports) Recorded(h *compute.Handle, s fsm.Server) []string {
 }
 
 // create creates s's port on the network of want, after its intent,
-// within the intent's lease: a create is the one port step that is not
+// sent within the intent's lease: a create is the one port step that is not
 // idempotent, so whoever resumes after a pending create intent waits for
 // the lease to end (AwaitSettled) and then finds the port by its device.
 // The port is created without a host (the quick create); Attach binds it.
@@ -198,8 +198,12 @@ func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, wan
 	if lease.Expired() {
 		return neutron.Port{}, fmt.Errorf("%w: the intent to create a port of server %s took longer than its lease", compute.ErrIntent, s.ID)
 	}
-	lctx, cancel := lease.Context(ctx)
-	defer cancel()
+	// The lease bounds when the create is sent, not when Neutron answers:
+	// one sent in time is carried out however long Neutron takes, so its
+	// answer is waited for (up to the client's timeout) rather than given
+	// up at the lease's end, which would only make the next attempt create
+	// again.
+	lctx := neutron.WithSendBy(ctx, lease.Deadline)
 	pc := neutron.PortCreate{NetworkID: want.UUID, ProjectID: s.ProjectID,
 		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic, SecurityGroups: groups}
 	if want.FixedIP != "" {
