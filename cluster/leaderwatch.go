@@ -192,14 +192,14 @@ func (n *Node) preVote(servers []raft.Server, leader raft.ServerID, term uint64,
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	voters := 0
+	voters, own := 0, 0
 	for _, s := range servers {
 		if s.Suffrage != raft.Voter {
 			continue
 		}
 		voters++
 		if s.ID == self {
-			granted++
+			own = 1
 			continue
 		}
 		if s.ID == leader {
@@ -222,7 +222,7 @@ func (n *Node) preVote(servers []raft.Server, leader raft.ServerID, term uint64,
 		})
 	}
 	wg.Wait()
-	return granted, voters/2 + 1
+	return granted + own, voters/2 + 1
 }
 
 // lastEntry is the index and term of this peer's last raft entry, in its
