@@ -48,14 +48,14 @@ import (
 // so only the boots' acceptance (the leader's decisions) is measured;
 // CORRAL_BENCH_MASS_INMEM=1 keeps the raft log in memory (no fsync).
 // Wall ÷ deploy time at the largest count is a row of make bench's table
-// (testkit/benchrow); CORRAL_BENCH_SIZE=small: 1,000 boots with 5 s
+// (testkit/benchrow); CORRAL_BENCH_SIZE=small: 1,000 boots with 10 s
 // deploys, none with poll.
 func TestMassBootBenchmark(t *testing.T) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		t.Skip("set CORRAL_BENCH=1 to run the mass boot benchmark")
 	}
 	size := benchrow.Size(t)
-	deploy := benchrow.Pick(size, 5*time.Second, 30*time.Second)
+	deploy := benchrow.Pick(size, 10*time.Second, 30*time.Second)
 	if v := os.Getenv("CORRAL_BENCH_MASS_DEPLOY"); v != "" {
 		var err error
 		if deploy, err = time.ParseDuration(v); err != nil {

@@ -202,11 +202,14 @@ func runAll(ctx context.Context, o options, bs []bench, stdout io.Writer) (repor
 	if err := rep.writeMarkdown(&md, labels(benches)); err != nil {
 		return rep, err
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
+	var js strings.Builder
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false) // goals read ">= 0.8"
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
 		return rep, err
 	}
-	for p, data := range map[string][]byte{abs(o.out): []byte(md.String()), abs(o.jsonOut): append(js, '\n')} {
+	for p, data := range map[string][]byte{abs(o.out): []byte(md.String()), abs(o.jsonOut): []byte(js.String())} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return rep, err
 		}
@@ -224,7 +227,11 @@ func runOne(ctx context.Context, root, work, logs string, b bench, size string, 
 	res = result{Name: b.name, Package: b.pkg, Target: b.target, Log: filepath.Join(logs, b.name+".log"),
 		LoadStart: load1()}
 	args := b.args(size)
-	res.Command = "(cd " + b.pkg + " && CORRAL_BENCH=1 " + benchrow.SizeEnv + "=" + size + " " + b.binary() + " " + strings.Join(args, " ") + ")"
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	res.Command = "(cd " + b.pkg + " && CORRAL_BENCH=1 " + benchrow.SizeEnv + "=" + size + " " + b.binary() + " " + strings.Join(quoted, " ") + ")"
 	start := time.Now()
 	defer func() {
 		res.Seconds = time.Since(start).Seconds()
@@ -283,6 +290,14 @@ func runOne(ctx context.Context, root, work, logs string, b bench, size string, 
 		res.Err = scanErr.Error()
 	}
 	return res
+}
+
+// shellQuote quotes a for a POSIX shell when it needs it.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=,:") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 // controlPlane are the prefixes of the variables that name a shared

@@ -215,3 +215,11 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"1x": "1x", "-test.run": "-test.run", "^$": "'^$'", "": "''", "it's": `'it'\''s'`} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
