@@ -7,7 +7,9 @@
 // bin/bench.json by default) and each benchmark's output to a log.
 //
 // It builds the corral binary once (CORRAL_BIN, when set, is used
-// instead) and the test binaries of the benchmarks' packages, then runs
+// instead), without the race detector unless -race (the benchmarks
+// measure the binary operators run, whatever CORRAL_RACE and CI say to the
+// test tiers), and the test binaries of the benchmarks' packages, then runs
 // each with CORRAL_BENCH=1 and CORRAL_BENCH_SIZE, without the variables
 // that name the services of a shared control plane (IRONIC_URL,
 // OPENSTACK_ENV, NEUTRON_ENV, OS_*, ...): every benchmark runs on the
@@ -49,7 +51,7 @@ func main() {
 
 type options struct {
 	size, out, jsonOut, work, only string
-	verbose                        bool
+	verbose, race                  bool
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -62,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.work, "work", "bin/bench", "binaries and logs (relative to the module's root)")
 	fs.StringVar(&o.only, "only", "", "comma-separated benchmark names to run (default: all): "+names(benches))
 	fs.BoolVar(&o.verbose, "v", false, "stream each benchmark's output too (it always goes to its log)")
+	fs.BoolVar(&o.race, "race", false, "build the agents with the race detector (CORRAL_RACE, which CI sets for the test tiers, is ignored)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -153,7 +156,7 @@ func runAll(ctx context.Context, o options, bs []bench, stdout io.Writer) (repor
 	fmt.Fprintf(stdout, "benchtable: size %s, %d benchmarks, %d CPUs, load %s; logs in %s\n",
 		o.size, len(bs), rep.CPUs, loadString(load1()), logs)
 
-	race := raceFromEnv()
+	race := o.race
 	built := time.Now()
 	bin := os.Getenv("CORRAL_BIN")
 	if bin == "" {
@@ -329,17 +332,6 @@ func benchEnv(environ []string, size, bin string, race bool) []string {
 		out = append(out, k+"="+set[k])
 	}
 	return out
-}
-
-// raceFromEnv: the agents are race-built only when CORRAL_RACE asks for
-// it (not because CI=true, as the test tiers do): the benchmarks measure
-// the binary operators run.
-func raceFromEnv() bool {
-	switch strings.ToLower(os.Getenv("CORRAL_RACE")) {
-	case "1", "true", "yes":
-		return true
-	}
-	return false
 }
 
 // load1 is the 1-minute load average, -1 when unknown.

@@ -165,7 +165,7 @@ func runtimeHasLoadavg() bool {
 func TestBenchEnvLeavesTheControlPlaneOut(t *testing.T) {
 	env := benchEnv([]string{"PATH=/usr/bin", "IRONIC_URL=http://127.0.0.1:6385", "OPENSTACK_ENV=/x", "NEUTRON_ENV=/y",
 		"OS_AUTH_URL=http://127.0.0.1:5000", "MARIADB_ENV=/z", "CORRAL_BENCH=0", "CORRAL_BENCH_RUNS=5", "CORRAL_BENCH_SIZE=full",
-		"CI=true"}, benchrow.Small, "/b/corral", false)
+		"CI=true", "CORRAL_RACE=1"}, benchrow.Small, "/b/corral", false)
 	want := []string{"PATH=/usr/bin", "CORRAL_BENCH_RUNS=5", "CI=true", "CORRAL_BENCH=1", "CORRAL_BENCH_SIZE=small",
 		"CORRAL_BIN=/b/corral", "CORRAL_RACE=false"}
 	if !slices.Equal(env, want) {
