@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -218,14 +220,18 @@ func taskNeedsWork(status fsm.ServerStatus, task string) bool {
 // epoch: a host that learns it lost a server stops touching it.
 func (m *Manager) scan(ctx context.Context) {
 	store := m.c.Store()
-	owned := store.Owned(m.c.Name())
-	byID := make(map[string]fsm.Ownership, len(owned))
-	for _, o := range owned {
-		byID[o.ID] = o
+	owned := store.Owned(m.c.Name()) // sorted by ID
+	find := func(id string) (fsm.Ownership, bool) {
+		i, ok := slices.BinarySearchFunc(owned, id, func(o fsm.Ownership, id string) int { return strings.Compare(o.ID, id) })
+		if !ok {
+			return fsm.Ownership{}, false
+		}
+		return owned[i], true
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	for id, w := range m.running {
-		if o, ok := byID[id]; ok && o.Epoch == w.epoch {
+		if o, ok := find(id); ok && o.Epoch == w.epoch {
 			continue
 		}
 		s, err := store.Server(id) // no longer a live server of ours at this epoch
@@ -239,7 +245,7 @@ func (m *Manager) scan(ctx context.Context) {
 		}
 	}
 	for id, p := range m.parked {
-		o, ok := byID[id]
+		o, ok := find(id)
 		if !ok || o.Epoch != p.epoch || !taskNeedsWork(o.Status, o.TaskState) {
 			delete(m.parked, id)
 			delete(m.started, id)
@@ -250,28 +256,26 @@ func (m *Manager) scan(ctx context.Context) {
 		}
 	}
 	for id, b := range m.started {
-		if o, ok := byID[id]; !ok || o.Epoch != b.epoch || o.Status != fsm.StatusBuild {
+		if o, ok := find(id); !ok || o.Epoch != b.epoch || o.Status != fsm.StatusBuild {
 			delete(m.started, id)
 		}
 	}
 	for id, r := range m.retry {
-		if o, ok := byID[id]; !ok || o.Epoch != r.epoch || !taskNeedsWork(o.Status, o.TaskState) {
+		if o, ok := find(id); !ok || o.Epoch != r.epoch || !taskNeedsWork(o.Status, o.TaskState) {
 			delete(m.retry, id)
 		}
 	}
 	for id, mk := range m.intents {
-		if o, ok := byID[id]; !ok || o.Epoch != mk.epoch || !fsm.IsActionTask(o.TaskState) {
+		if o, ok := find(id); !ok || o.Epoch != mk.epoch || !fsm.IsActionTask(o.TaskState) {
 			delete(m.intents, id)
 		}
 	}
 	now := time.Now()
-	m.mu.Unlock()
 	for _, s := range owned {
 		m.noteOwnership(s)
 		if !taskNeedsWork(s.Status, s.TaskState) {
 			continue
 		}
-		m.mu.Lock()
 		_, busy := m.running[s.ID]
 		if p, ok := m.parked[s.ID]; ok && p.epoch == s.Epoch {
 			busy = true
@@ -286,14 +290,12 @@ func (m *Manager) scan(ctx context.Context) {
 			m.wg.Add(1)
 			go m.work(wctx, s.ID, w)
 		}
-		m.mu.Unlock()
 	}
 }
 
 // noteOwnership measures plan commit → new owner aware, once per epoch.
+// m.mu is held.
 func (m *Manager) noteOwnership(s fsm.Ownership) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.seen[s.ID].epoch == s.Epoch {
 		return
 	}

@@ -90,12 +90,10 @@ func PlanReassign(st *state, host string, avoid ...string) []Move {
 	}
 	var ids []string
 	epochs := map[string]uint64{}
-	for _, id := range st.liveIDs() {
-		if s := st.servers[id]; s.Host == host {
-			ids = append(ids, id)
-			epochs[id] = s.Epoch
-		}
-	}
+	st.eachOwned(host, func(id string) {
+		ids = append(ids, id)
+		epochs[id] = st.servers[id].Epoch
+	})
 	if len(ids) == 0 {
 		return nil
 	}

@@ -540,11 +540,7 @@ func (s *Store) OwnedBy(host string) []Server {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Server
-	for _, id := range s.st.liveIDs() {
-		if v := s.st.servers[id]; v.Host == host {
-			out = append(out, cloneServer(v))
-		}
-	}
+	s.st.eachOwned(host, func(id string) { out = append(out, cloneServer(s.st.servers[id])) })
 	return out
 }
 
@@ -567,13 +563,13 @@ func (s *Store) Owned(host string) []Ownership {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Ownership
-	s.st.idx.live.Scan(func(k listKey) bool {
-		if v := s.st.servers[k.id]; v.Host == host {
-			out = append(out, Ownership{ID: v.ID, Status: v.Status, TaskState: v.TaskState, Epoch: v.Epoch,
-				OwnerSince: v.OwnerSince, OwnerReason: v.OwnerReason})
-		}
-		return true
+	if t := s.st.idx.hosts[host]; t != nil {
+		out = make([]Ownership, 0, t.Len())
+	}
+	s.st.eachOwned(host, func(id string) {
+		v := s.st.servers[id]
+		out = append(out, Ownership{ID: v.ID, Status: v.Status, TaskState: v.TaskState, Epoch: v.Epoch,
+			OwnerSince: v.OwnerSince, OwnerReason: v.OwnerReason})
 	})
-	slices.SortFunc(out, func(a, b Ownership) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

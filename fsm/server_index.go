@@ -70,12 +70,31 @@ type serverIndex struct {
 	live     *btree.BTreeG[listKey]            // every live server
 	projects map[string]*btree.BTreeG[listKey] // the live servers of each project (Server.Project), no empty tree
 	deleted  *btree.BTreeG[changeKey]          // every deleted server
+	// hosts: the IDs of the live servers of each owner (Server.Host, ""
+	// for none), in ID order, no empty tree. An owner's manager reads
+	// its servers after every burst of entries (Store.Owned) and a
+	// reassignment plans the servers of one host: both walk that host's
+	// servers alone, already in order.
+	hosts map[string]*btree.BTreeG[string]
 }
 
 func newServerIndex() serverIndex {
 	return serverIndex{live: btree.NewBTreeGOptions(lessListKey, treeOptions),
 		projects: map[string]*btree.BTreeG[listKey]{},
-		deleted:  btree.NewBTreeGOptions(lessChangeKey, treeOptions)}
+		deleted:  btree.NewBTreeGOptions(lessChangeKey, treeOptions),
+		hosts:    map[string]*btree.BTreeG[string]{}}
+}
+
+func lessID(a, b string) bool { return a < b }
+
+// host returns the tree of h's live servers, creating it.
+func (x *serverIndex) host(h string) *btree.BTreeG[string] {
+	t := x.hosts[h]
+	if t == nil {
+		t = btree.NewBTreeGOptions(lessID, treeOptions)
+		x.hosts[h] = t
+	}
+	return t
 }
 
 // project returns the tree of project's live servers, creating it.
@@ -96,6 +115,7 @@ func (x *serverIndex) add(s *Server) {
 	k := listKeyOf(s)
 	x.live.Set(k)
 	x.project(s.Project()).Set(k)
+	x.host(s.Host).Set(s.ID)
 }
 
 func (x *serverIndex) remove(s *Server) {
@@ -111,11 +131,15 @@ func (x *serverIndex) remove(s *Server) {
 			delete(x.projects, p)
 		}
 	}
+	if t := x.hosts[s.Host]; t != nil {
+		if t.Delete(s.ID); t.Len() == 0 {
+			delete(x.hosts, s.Host)
+		}
+	}
 }
 
 // sameIndexKeys reports whether a and b stand at the same place in the
-// indexes: a change of status, task or owner leaves a live server where
-// it is.
+// indexes: a change of status or task leaves a live server where it is.
 func sameIndexKeys(a, b *Server) bool {
 	if a.Live() != b.Live() {
 		return false
@@ -123,7 +147,7 @@ func sameIndexKeys(a, b *Server) bool {
 	if !a.Live() {
 		return changeKeyOf(a) == changeKeyOf(b)
 	}
-	return listKeyOf(a) == listKeyOf(b) && a.Project() == b.Project()
+	return listKeyOf(a) == listKeyOf(b) && a.Project() == b.Project() && a.Host == b.Host
 }
 
 // reindexServer moves s in the indexes from where old (when had) stood;
@@ -183,6 +207,7 @@ type indexBuild struct {
 type liveEntry struct {
 	k   listKey
 	p   string // Server.Project
+	h   string // Server.Host
 	seq int    // arrival
 }
 
@@ -200,7 +225,7 @@ func (b *indexBuild) add(s *Server) {
 	}
 	b.last = s.ID
 	if s.Live() {
-		b.live = append(b.live, liveEntry{k: listKeyOf(s), p: s.Project(), seq: n})
+		b.live = append(b.live, liveEntry{k: listKeyOf(s), p: s.Project(), h: s.Host, seq: n})
 	} else {
 		b.deleted = append(b.deleted, deletedEntry{k: changeKeyOf(s), seq: n})
 	}
@@ -219,6 +244,11 @@ func (b *indexBuild) index() serverIndex {
 		}
 	}
 	x := newServerIndex()
+	// The owners' trees first, while live is in arrival order: ID order
+	// when ordered, which Load appends (it places any other key as Set).
+	for _, e := range live {
+		x.host(e.h).Load(e.k.id)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		slices.SortFunc(deleted, delCmp)

@@ -44,6 +44,14 @@ func checkServerIndex(t *testing.T, st *state) {
 			t.Fatalf("project %s index %v, rebuilt %v", p, got, w)
 		}
 	}
+	if got, w := slices.Sorted(maps.Keys(st.idx.hosts)), slices.Sorted(maps.Keys(want.hosts)); !slices.Equal(got, w) {
+		t.Fatalf("owners indexed %v, rebuilt %v", got, w)
+	}
+	for h, tr := range st.idx.hosts {
+		if got, w := treeItems(tr), treeItems(want.hosts[h]); !slices.Equal(got, w) {
+			t.Fatalf("owner %q index %v, rebuilt %v", h, got, w)
+		}
+	}
 	live, deleted := 0, 0
 	for _, s := range st.servers {
 		if s.Live() {

@@ -316,6 +316,14 @@ func sortByCreation(ss []Server) {
 	})
 }
 
+// eachOwned calls f with the ID of each live server of host ("" for
+// those of no host), in ID order: the owners' index, not every server.
+func (st *state) eachOwned(host string, f func(id string)) {
+	if t := st.idx.hosts[host]; t != nil {
+		t.Scan(func(id string) bool { f(id); return true })
+	}
+}
+
 // liveIDs returns the IDs of the live servers, sorted.
 func (st *state) liveIDs() []string {
 	ids := make([]string, 0, st.idx.live.Len())

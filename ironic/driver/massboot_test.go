@@ -74,7 +74,7 @@ func TestMassBootBenchmark(t *testing.T) {
 		t.Logf("%s", rows[len(rows)-1])
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nmass boot: in-process cluster of 3 peers (default [ironic] workers = 8 each), simulator with %s deploys\n", deploy)
+	fmt.Fprintf(&b, "\nmass boot: in-process cluster of 3 peers (default [ironic] workers = 32 each), simulator with %s deploys\n", deploy)
 	fmt.Fprintf(&b, "machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Fprintf(&b, "  %-12s %-6s %-9s %-12s %-11s %-11s %-11s %-11s %-9s %-14s %-14s %s\n", "deploy_wait", "boots", "wall", "wall/deploy",
 		"accepted", "accepted/s", "deploying", "p50 ACTIVE", "req/boot", "listings/boot", "node GETs/boot", "sync req")
