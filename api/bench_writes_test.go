@@ -107,6 +107,11 @@ func BenchmarkAPIWritesVsRaft(b *testing.B) {
 			"spread/http": func() float64 { return postFlavors(b, hc, http1.urls, nil, &seq, clients, d) },
 		}
 		sums := map[string]float64{}
+		// cpu: the process's CPU per write of each kind, over the rounds
+		// (every peer, the clients and the garbage collector are in this
+		// process): what the machine pays per write, apart from its load.
+		cpu := map[string]time.Duration{}
+		done := map[string]float64{}
 		var table strings.Builder
 		row := func(label string, rates map[string]float64) {
 			fmt.Fprintf(&table, "  %-6s", label)
@@ -122,7 +127,10 @@ func BenchmarkAPIWritesVsRaft(b *testing.B) {
 			rates := map[string]float64{}
 			for _, k := range names {
 				if want[k] {
+					c0 := testkit.ProcessCPU()
 					rates[k] = run[k]()
+					cpu[k] += testkit.ProcessCPU() - c0
+					done[k] += rates[k] * d.Seconds()
 					sums[k] += rates[k] / float64(rounds)
 				}
 			}
@@ -153,6 +161,15 @@ func BenchmarkAPIWritesVsRaft(b *testing.B) {
 			fmt.Printf(" %-12s", k+"÷raw")
 		}
 		fmt.Print("\n" + table.String() + "  (goals: leader÷raw ≥ 0.8, spread÷raw ≥ 0.6; spread/ryw: with X-Corral-Read-Your-Writes)\n")
+		fmt.Printf("  %-6s", "CPU µs")
+		for _, k := range names {
+			if done[k] > 0 {
+				fmt.Printf(" %-12.0f", float64(cpu[k].Microseconds())/done[k])
+			} else {
+				fmt.Printf(" %-12s", "-")
+			}
+		}
+		fmt.Print("\n  (CPU µs: the process's CPU time per write, every peer, the clients and the garbage collector included)\n")
 		scale := fmt.Sprintf("%d rounds of %s, %d clients", rounds, d, clients)
 		for _, g := range []struct{ row, kind, goal string }{
 			{"api-writes-leader-ratio", "leader", ">= 0.8"}, {"api-writes-spread-ratio", "spread", ">= 0.6"}} {
