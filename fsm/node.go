@@ -87,8 +87,7 @@ func applySyncNodes(st *state, c *SyncNodes) (any, error) {
 	at := c.At.UTC()
 	touched := map[string]bool{}
 	for _, n := range c.Upserts {
-		n = cloneNode(n)
-		slices.Sort(n.Traits)
+		n = st.share.node(n)
 		n.Missing = false
 		n.LastSeen = at
 		n.InventoryConflict = st.nodes[n.UUID].InventoryConflict

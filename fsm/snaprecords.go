@@ -31,8 +31,8 @@ func writeServerBinary(st *state, emit func(body []byte) error) error {
 	return nil
 }
 
-func loadServerBinary(st *state, body []byte) error {
-	s, err := decodeServer(string(body), st.loadVersion)
+func loadServerBinary(st *state, sh *sharer, body []byte) error {
+	s, err := decodeServerShared(string(body), st.loadVersion, sh)
 	if err != nil {
 		return err
 	}
@@ -70,8 +70,8 @@ func writeNodeBinary(st *state, emit func(body []byte) error) error {
 	return nil
 }
 
-func loadNodeBinary(st *state, body []byte) error {
-	n, err := decodeNode(string(body))
+func loadNodeBinary(st *state, sh *sharer, body []byte) error {
+	n, err := decodeNodeShared(string(body), sh)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func writePlacementBinary(st *state, emit func(body []byte) error) error {
 	return st.placement.EncodeRecords(emit)
 }
 
-func loadPlacementBinary(st *state, body []byte) error {
+func loadPlacementBinary(st *state, _ *sharer, body []byte) error {
 	if st.placementDec == nil {
 		st.placementDec = placement.NewDecoder()
 	}
