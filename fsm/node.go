@@ -209,3 +209,52 @@ func (s *Store) Node(uuid string) (Node, error) {
 func errNodeNotFound(uuid string) error {
 	return wrapNotFound("Ironic node " + uuid + " is not in the mirror: it may not be synced yet")
 }
+
+// NodeObserved reports whether the mirror holds n as observed: mirrored,
+// not marked missing, and n.SameObservation of it. It copies nothing, so
+// that the node sync can compare a listing of 10^5 nodes with the mirror
+// without a copy of it.
+func (s *Store) NodeObserved(n Node) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	old, ok := s.st.nodes[n.UUID]
+	return ok && !old.Missing && old.SameObservation(n)
+}
+
+// PresentNodeIDs returns the UUIDs of the mirrored nodes that are not
+// marked missing, in no particular order.
+func (s *Store) PresentNodeIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.st.nodes))
+	for id, n := range s.st.nodes {
+		if !n.Missing {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ConflictedNodeIDs returns the UUIDs of the mirrored nodes that hold an
+// inventory conflict, sorted.
+func (s *Store) ConflictedNodeIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for id := range s.st.conflicted {
+		if s.st.nodes[id].InventoryConflict != "" {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NodeConflict returns the inventory conflict of a mirrored node and when
+// it appeared ("" when it has none), and whether the node is mirrored.
+func (s *Store) NodeConflict(uuid string) (reason string, since time.Time, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.st.nodes[uuid]
+	return n.InventoryConflict, n.ConflictSince, ok
+}
