@@ -223,7 +223,7 @@ func (d *decoder) sharedCounts(sh *sharer) map[string]int64 {
 	if sh == nil {
 		return d.counts()
 	}
-	raw := d.raw(func() { d.counts() })
+	raw := d.raw(d.skipCounts)
 	if d.err != nil {
 		return nil
 	}
@@ -233,4 +233,19 @@ func (d *decoder) sharedCounts(sh *sharer) map[string]int64 {
 	m := (&decoder{s: raw}).counts()
 	sh.putCounts(raw, m)
 	return m
+}
+
+// skipCounts reads past the resources of one provider of a claim,
+// checking them as counts does.
+func (d *decoder) skipCounts() {
+	prc := ""
+	for j := range d.length(2) {
+		rc := d.str()
+		if j > 0 && rc <= prc {
+			d.fail()
+			return
+		}
+		d.int()
+		prc = rc
+	}
 }

@@ -400,7 +400,15 @@ func (s *Store) loadBinProvider(r *binReader, prev string) (*provider, string, e
 // loadBinConsumer reads a consumer record, checks it against the loaded
 // providers as loadConsumer checks a JSON one, and applies it.
 func (s *Store) loadBinConsumer(r *binReader, prev string) (*consumer, error) {
-	c := &consumer{id: r.str(), project: r.str(), user: r.str(), gen: r.uint()}
+	// A consumer holds one provider's resources, most often one class
+	// (a server's node): one allocation for the three.
+	one := &struct {
+		c consumer
+		h [1]holding
+		r [1]resAmount
+	}{}
+	c := &one.c
+	c.id, c.project, c.user, c.gen = r.str(), r.str(), r.str(), r.uint()
 	n := r.count(3)
 	if r.bad {
 		return nil, malformed()
@@ -414,7 +422,10 @@ func (s *Store) loadBinConsumer(r *binReader, prev string) (*consumer, error) {
 	if validOwner("project_id", c.project) != nil || validOwner("user_id", c.user) != nil {
 		return nil, corrupt("consumer %s has an invalid project or user", c.id)
 	}
-	c.allocs = make([]holding, 0, n)
+	c.allocs = one.h[:0:1]
+	if n > 1 {
+		c.allocs = make([]holding, 0, n)
+	}
 	for i := range n {
 		pu, m := r.str(), r.count(2)
 		if r.bad {
@@ -424,7 +435,12 @@ func (s *Store) loadBinConsumer(r *binReader, prev string) (*consumer, error) {
 		if p == nil || m == 0 || i > 0 && pu <= c.allocs[i-1].p.uuid {
 			return nil, corrupt("consumer %s: allocation against unknown provider %q, out of order or without resources", c.id, pu)
 		}
-		h := holding{p: p, res: make([]resAmount, 0, m)}
+		h := holding{p: p}
+		if n == 1 && m == 1 {
+			h.res = one.r[:0:1]
+		} else {
+			h.res = make([]resAmount, 0, m)
+		}
 		for j := range m {
 			rc, amount := r.str(), r.int()
 			if r.bad {
