@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -162,5 +163,42 @@ func TestSharerTablesAreBounded(t *testing.T) {
 		if len(sh.maps) > maxShared || len(sh.lists) > maxShared || len(sh.strs) > maxShared {
 			t.Fatalf("after %d values the tables hold %d maps, %d lists, %d strings", i+1, len(sh.maps), len(sh.lists), len(sh.strs))
 		}
+	}
+}
+
+// A restore of more records than its loaders' batches hold at once (the
+// batches are reused as the stream is read) restores every value as it
+// was, though the values keep parts of the batches' records.
+func TestRestoreOfManyBatchesKeepsEveryValue(t *testing.T) {
+	a := newApplier(t)
+	const n = 12_000 // about 2 MB of node records: eight batches
+	var batch []Node
+	for i := range n {
+		batch = append(batch, Node{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Name: fmt.Sprintf("node-%d", i),
+			ResourceClass: "gold", ProvisionState: "available", PowerState: "power off",
+			Properties: map[string]string{"cpus": fmt.Sprint(i % 7), "serial": fmt.Sprintf("SN%08d", i)},
+			Traits:     []string{fmt.Sprintf("CUSTOM_RACK_%d", i%13)}})
+		if len(batch) == 500 {
+			a.ok(&SyncNodes{Meta: at(1), Upserts: batch})
+			batch = nil
+		}
+	}
+	data := snapshotBytes(t, a.s)
+	r := New()
+	if err := r.Restore(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	want, got := a.s.Nodes(), r.Nodes()
+	if !reflect.DeepEqual(got, want) {
+		for i := range want {
+			if i >= len(got) || !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("node %d restored as %+v, want %+v", i, got[min(i, len(got)-1)], want[i])
+			}
+		}
+		t.Fatalf("%d nodes restored, want %d", len(got), len(want))
+	}
+	if !bytes.Equal(snapshotBytes(t, r), data) {
+		t.Fatal("the restored store's snapshot differs from the one it was restored from")
 	}
 }

@@ -121,8 +121,9 @@ type binarySpec struct {
 	// body is reused once emit returns.
 	write func(st *state, emit func(body []byte) error) error
 	// load adds one record body to st, rejecting duplicates, sharing
-	// equal values through sh (its loader's own). body is not retained.
-	load func(st *state, sh *sharer, body []byte) error
+	// equal values through sh (its loader's own). What it keeps may
+	// refer to body.
+	load func(st *state, sh *sharer, body string) error
 }
 
 // registerBinaryRecord makes t a binary record type (see registerRecord:

@@ -221,7 +221,10 @@ func (r *binReader) strs() []string {
 
 // Add decodes one record. rec is not retained: the strings of the store
 // are copied from it.
-func (d *Decoder) Add(rec []byte) error {
+func (d *Decoder) Add(rec []byte) error { return d.AddString(string(rec)) }
+
+// AddString is Add for a record the store may keep parts of.
+func (d *Decoder) AddString(rec string) error {
 	if d.err != nil {
 		return d.err
 	}
@@ -229,11 +232,11 @@ func (d *Decoder) Add(rec []byte) error {
 	return d.err
 }
 
-func (d *Decoder) add(rec []byte) error {
+func (d *Decoder) add(rec string) error {
 	if len(rec) == 0 {
 		return corrupt("empty record")
 	}
-	r := &binReader{s: string(rec[1:])}
+	r := &binReader{s: rec[1:]}
 	switch kind := rec[0]; {
 	case kind == binHeader && !d.header:
 		format, version, np, nc := r.str(), r.uint(), r.uint(), r.uint()
