@@ -258,3 +258,42 @@ func (s *Store) NodeConflict(uuid string) (reason string, since time.Time, ok bo
 	n, ok := s.st.nodes[uuid]
 	return n.InventoryConflict, n.ConflictSince, ok
 }
+
+// NodeClass is the bare-metal capacity of one Ironic resource class.
+type NodeClass struct {
+	IronicClass                    string // as Ironic spells it
+	Total, Free, Used, Unavailable int
+}
+
+// NodeCapacity counts the mirrored nodes of each resource class, sorted
+// by class: used (reserved by a server, or holding an instance or an
+// allocation in Ironic), free (Available) or unavailable. It copies no
+// node: GET /v1/hosts and every scrape of the metrics read it, and a
+// copy of 10^5 nodes was some 45 MB of garbage each time.
+func (s *Store) NodeCapacity() []NodeClass {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	by := map[string]*NodeClass{}
+	for id, n := range s.st.nodes {
+		c := by[n.ResourceClass]
+		if c == nil {
+			c = &NodeClass{IronicClass: n.ResourceClass}
+			by[n.ResourceClass] = c
+		}
+		c.Total++
+		switch {
+		case s.st.reservations[id] != "" || n.InstanceUUID != "" || n.AllocationUUID != "":
+			c.Used++
+		case n.Available():
+			c.Free++
+		default:
+			c.Unavailable++
+		}
+	}
+	out := make([]NodeClass, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b NodeClass) int { return strings.Compare(a.IronicClass, b.IronicClass) })
+	return out
+}
