@@ -392,7 +392,10 @@ func (s *Store) loadBinProvider(r *binReader, prev string) (*provider, string, e
 		s.replaceAggregates(p, aggs)
 	}
 	if len(invs) > 0 {
-		p.inv = make([]slot, 0, len(invs))
+		p.inv = p.inv1[:0:1]
+		if len(invs) > 1 {
+			p.inv = make([]slot, 0, len(invs))
+		}
 		for _, ci := range invs {
 			s.putInventory(p, ci.rc, ci.inv)
 		}
