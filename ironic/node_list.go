@@ -2,6 +2,7 @@ package ironic
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -105,6 +106,9 @@ type nodePage struct {
 
 func (p *nodePage) items() []nodeJSON { return p.Nodes }
 func (p *nodePage) nextLink() string  { return p.Next }
+func (p *nodePage) decode(dec *json.Decoder) error {
+	return decodeItems(dec, "nodes", &p.Nodes, &p.Next)
+}
 
 // ListNodesBrief returns every node like ListNodes, in creation order, with asOf as
 // ListNodesSorted, reading a fraction of the bytes (see VisitNodesBrief).
@@ -189,3 +193,6 @@ type allocationRefPage struct {
 
 func (p *allocationRefPage) items() []allocationRef { return p.Allocations }
 func (p *allocationRefPage) nextLink() string       { return p.Next }
+func (p *allocationRefPage) decode(dec *json.Decoder) error {
+	return decodeItems(dec, "allocations", &p.Allocations, &p.Next)
+}

@@ -1,10 +1,12 @@
 package ironic
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,5 +122,92 @@ func TestVisitNodesStopsAtAnError(t *testing.T) {
 	}
 	if nodes, _, err := c.ListNodesSorted(ctx, ListOptions{}); !errors.Is(err, ErrInvalid) || nodes != nil {
 		t.Fatalf("the listing returned whole: %d nodes, %v; want none and the error", len(nodes), err)
+	}
+}
+
+// A page read item by item is the page decoded whole, whatever the order
+// and the other keys of its document; a document of another shape is the
+// same decoding error, not a transient one.
+func TestPageDecodedItemByItem(t *testing.T) {
+	for _, doc := range []string{
+		`{"nodes": [{"uuid": "a", "properties": {"cpus": 8, "big": 18446744073709551615, "caps": {"x": [1, 2]}}}, {"uuid": "b", "name": null}], "next": "http://x/v1/nodes?marker=b"}`,
+		`{"next": null, "extra": {"nodes": [1]}, "nodes": [{"uuid": "c", "traits": ["T1"], "instance_info": {"root_gb": 10}}]}`,
+		`{"nodes": null}`, `{}`, `null`, " {\"nodes\": []} \n",
+	} {
+		var whole nodePage
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		if err := dec.Decode(&whole); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		var streamed nodePage
+		dec = json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		if err := streamed.decode(dec); err != nil {
+			t.Fatalf("%s: streamed: %v", doc, err)
+		}
+		if !reflect.DeepEqual(streamed.Nodes, whole.Nodes) && !(len(streamed.Nodes) == 0 && len(whole.Nodes) == 0) ||
+			streamed.Next != whole.Next {
+			t.Fatalf("%s:\nstreamed %+v\nwhole    %+v", doc, streamed, whole)
+		}
+	}
+	for _, doc := range []string{`[]`, `{"nodes": {"uuid": "a"}}`, `{"nodes": [{"uuid": 1}]}`, `{"nodes": [{"uuid": "a"}`} {
+		var pg nodePage
+		dec := json.NewDecoder(strings.NewReader(doc))
+		err := pg.decode(dec)
+		if err == nil {
+			t.Fatalf("%s: decoded", doc)
+		}
+		if e := classifyError("ListNodes", err); doc != `{"nodes": [{"uuid": "a"}` && errors.Is(e, ErrUnavailable) {
+			t.Fatalf("%s: a malformed page is taken for a transient error: %v", doc, err)
+		}
+	}
+}
+
+// cutOnce serves the simulator but cuts the answer to the first request
+// for a page starting after marker halfway through its body.
+type cutOnce struct {
+	h      http.Handler
+	marker string
+	cut    atomic.Bool
+}
+
+func (c *cutOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("marker") != c.marker || !c.cut.CompareAndSwap(false, true) {
+		c.h.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, r)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	body := rec.Body.Bytes()
+	_, _ = w.Write(body[:len(body)/2])
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// A page whose answer is cut midway is read again, and its nodes are
+// visited once.
+func TestPageCutMidwayIsReadAgain(t *testing.T) {
+	s := sim.New(sim.Options{})
+	ids := s.SeedNodes(7, "gold")
+	cut := &cutOnce{h: s, marker: ids[2]}
+	ts := httptest.NewServer(cut)
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	c := pvClient(t, ts.URL, Options{Logger: pvQuiet, pageSize: 3})
+	var visited []string
+	_, err := c.VisitNodes(pvCtx(t, 10*time.Second), ListOptions{}, func(n Node) error {
+		visited = append(visited, n.UUID)
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(visited, ids) || !cut.cut.Load() {
+		t.Fatalf("visited %v (%v), want %v once each; cut %v", visited, err, ids, cut.cut.Load())
 	}
 }
