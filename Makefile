@@ -13,7 +13,7 @@ VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --exact-match --dirty 2
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build run test test-short vet bench bench-failover bench-auth bench-boot bench-mass-boot bench-migrate bench-scale bench-accept bench-scale-agents bench-snapshot bench-failover-scale bench-api-writes bench-list jepsen-quick jepsen jepsen-massboot jepsen-actions ironic-up ironic-down clean
+.PHONY: all build run test test-short vet bench bench-micro bench-failover bench-auth bench-boot bench-mass-boot bench-migrate bench-scale bench-accept bench-scale-agents bench-snapshot bench-failover-scale bench-api-writes bench-list jepsen-quick jepsen jepsen-massboot jepsen-actions ironic-up ironic-down clean
 
 all: build
 
@@ -39,7 +39,21 @@ test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
 # Benchmarks (goals live here, never in timed tests).
+# bench: every performance goal of docs/benchmarks.md in one table
+# (testkit/benchtable): the benchmarks below run one after the other at
+# BENCH_SIZE (small: seconds to tens of seconds each, for CI; full: the
+# documented sizes), each printing its rows (testkit/benchrow) beside its
+# own tables; the table goes to stdout, bin/bench.md and bin/bench.json,
+# each benchmark's output to bin/bench/logs/. It fails only when a
+# benchmark fails to run or prints no row: a goal not met is reported.
+# BENCH_FLAGS adds flags, e.g. BENCH_FLAGS="-only failover -v".
+BENCH_SIZE  ?= small
+BENCH_FLAGS ?=
 bench:
+	$(GO) run ./testkit/benchtable -size $(BENCH_SIZE) $(BENCH_FLAGS)
+
+# Every Go micro-benchmark (what `make bench` ran before the table).
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 # Failover: R runs of host SIGKILL, SIGSTOP and partition -> all servers

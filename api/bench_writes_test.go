@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/cluster/clustertest"
 	"github.com/corral-dev/corral/fsm"
 	"github.com/corral-dev/corral/testkit"
+	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
 // BenchmarkAPIWritesVsRaft (make bench-api-writes) puts corral's write path
@@ -50,13 +51,19 @@ import (
 //     speak the RPC (as before it), so that followers forward over HTTP.
 //
 // It prints the writes per second and the ratios (goals ≥ 0.8 through the
-// leader, ≥ 0.6 spread over peers); it asserts nothing about time.
+// leader, ≥ 0.6 spread over peers), and both ratios as rows of make
+// bench's table (testkit/benchrow); it asserts nothing about time.
 // CORRAL_BENCH_WRITES_KINDS (e.g. "leader") runs only the kinds named.
+// CORRAL_BENCH_SIZE=small makes the rounds 2 s and runs raw, leader and
+// spread only.
 func BenchmarkAPIWritesVsRaft(b *testing.B) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		b.Skip("set CORRAL_BENCH=1 to run (make bench-api-writes)")
 	}
-	d := time.Duration(benchEnvInt("CORRAL_BENCH_WRITES_SECONDS", 5)) * time.Second
+	// CORRAL_BENCH_SIZE=small: rounds of 2 s, and only the kinds of the
+	// goals (make bench).
+	size := benchrow.Size(b)
+	d := time.Duration(benchEnvInt("CORRAL_BENCH_WRITES_SECONDS", benchrow.Pick(size, 2, 5))) * time.Second
 	rounds := benchEnvInt("CORRAL_BENCH_WRITES_ROUNDS", 2)
 	// CORRAL_BENCH_WRITES_KINDS (default: every kind) runs only some of
 	// them, to profile one alone.
@@ -65,9 +72,13 @@ func BenchmarkAPIWritesVsRaft(b *testing.B) {
 	for _, k := range names {
 		want[k] = true
 	}
-	if v := os.Getenv("CORRAL_BENCH_WRITES_KINDS"); v != "" {
+	kinds := os.Getenv("CORRAL_BENCH_WRITES_KINDS")
+	if kinds == "" && size == benchrow.Small {
+		kinds = "raw,leader,spread"
+	}
+	if kinds != "" {
 		clear(want)
-		for k := range strings.SplitSeq(v, ",") {
+		for k := range strings.SplitSeq(kinds, ",") {
 			want[strings.TrimSpace(k)] = true
 		}
 	}
@@ -142,6 +153,13 @@ func BenchmarkAPIWritesVsRaft(b *testing.B) {
 			fmt.Printf(" %-12s", k+"÷raw")
 		}
 		fmt.Print("\n" + table.String() + "  (goals: leader÷raw ≥ 0.8, spread÷raw ≥ 0.6; spread/ryw: with X-Corral-Read-Your-Writes)\n")
+		scale := fmt.Sprintf("%d rounds of %s, %d clients", rounds, d, clients)
+		for _, g := range []struct{ row, kind, goal string }{
+			{"api-writes-leader-ratio", "leader", ">= 0.8"}, {"api-writes-spread-ratio", "spread", ">= 0.6"}} {
+			if want[g.kind] && want["raw"] && sums["raw"] > 0 {
+				benchrow.Emit(b, benchrow.Row{Row: g.row, Value: sums[g.kind] / sums["raw"], Unit: "× raw", Goal: g.goal, Scale: scale})
+			}
+		}
 		for _, c := range []*benchCluster{rpc, http1} {
 			if c != nil {
 				c.h.Close()

@@ -276,9 +276,10 @@ var novaKeys = map[int]string{400: "badRequest", 401: "unauthorized", 403: "forb
 func (h *hostile) check(rt api.Route, req hostileRequest, res answer) {
 	h.t.Helper()
 	path, _, _ := strings.Cut(req.path, "?")
-	// os-interface is Neutron's: without [neutron] (as here) it is Nova's 501.
+	// os-interface and a server's os-security-groups are Neutron's: without
+	// [neutron] (as here) they are Nova's 501.
 	notImplemented := strings.HasSuffix(rt.Path, "/uptime") || strings.HasSuffix(rt.Path, "/diagnostics") || rt.Path == wire.LeavePath ||
-		strings.Contains(rt.Path, "/os-interface")
+		strings.Contains(rt.Path, "/os-interface") || strings.HasSuffix(rt.Path, "/os-security-groups")
 	if res.code >= 500 && !(res.code == http.StatusNotImplemented && notImplemented) {
 		h.fail("%s: %d %.300s", req, res.code, res.body)
 		return

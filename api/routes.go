@@ -140,6 +140,8 @@ func (s *Server) routeTable() []route {
 		{post, nova + "/servers/:id/os-interface", n.AttachInterface, projectMembers, nil},
 		{get, nova + "/servers/:id/os-interface/:port_id", n.GetInterface, projectReaders, nil},
 		{del, nova + "/servers/:id/os-interface/:port_id", n.DetachInterface, projectMembers, nil},
+		// A server's security groups, with [neutron].
+		{get, nova + "/servers/:id/os-security-groups", n.ListServerSecurityGroups, projectReaders, nil},
 		// Server actions, carried out by the owner host.
 		{post, nova + "/servers/:id/action", n.ServerAction, projectMembers, nil},
 		{get, nova + "/servers/:id/os-instance-actions", n.ListInstanceActions, projectReaders, nil},

@@ -19,6 +19,7 @@ import (
 type lockedNetworks struct {
 	mu sync.Mutex
 	fakeNetworks
+	groupIDsAsked []string // the ids of the security group listings, in order
 }
 
 func (f *lockedNetworks) Network(ctx context.Context, id string) (neutron.Network, error) {
@@ -62,6 +63,13 @@ func containsPort(ps []neutron.Port, id string) bool {
 		}
 	}
 	return false
+}
+
+func (f *lockedNetworks) SecurityGroups(ctx context.Context, fl neutron.SecurityGroupFilter) ([]neutron.SecurityGroup, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.groupIDsAsked = append(f.groupIDsAsked, fl.IDs...)
+	return f.fakeNetworks.SecurityGroups(ctx, fl)
 }
 
 func (f *lockedNetworks) put(p neutron.Port) {

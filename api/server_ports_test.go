@@ -40,13 +40,33 @@ func TestServerAddressesFromPorts(t *testing.T) {
 	if got := shown(get(t, r.json(t), "server", "addresses")); r.code != http.StatusOK || got != want {
 		t.Fatalf("addresses %s (%s), want %s", got, r, want)
 	}
+	// Nova's ips controller, and its update and rebuild answers below
+	// 2.75, leave the extended attributes out.
+	plain := `{"provider":[{"addr":"192.0.2.15","version":4},{"addr":"2001:db8::15","version":6}]}`
 	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+adoptedID+"/ips", adminToken, "", nil)
-	if got := shown(get(t, r.json(t), "addresses")); got != want {
-		t.Fatalf("ips %s, want %s", got, want)
+	if got := shown(get(t, r.json(t), "addresses")); got != plain {
+		t.Fatalf("ips %s, want %s", got, plain)
 	}
 	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+adoptedID+"/ips/provider", adminToken, "", nil)
-	if got := shown(r.json(t)); r.code != http.StatusOK || got != want {
-		t.Fatalf("ips of provider %s, want %s", got, want)
+	if got := shown(r.json(t)); r.code != http.StatusOK || got != plain {
+		t.Fatalf("ips of provider %s, want %s", got, plain)
+	}
+	for mv, w := range map[string]string{"2.74": plain, "2.75": want} {
+		r = do(t, e.ts, http.MethodPut, computeBase+"/servers/"+adoptedID, adminToken, `{"server": {"name": "db-1"}}`,
+			map[string]string{"OpenStack-API-Version": "compute " + mv})
+		if got := shown(get(t, r.json(t), "server", "addresses")); r.code != http.StatusOK || got != w {
+			t.Fatalf("update at %s: addresses %s (%s), want %s", mv, got, r, w)
+		}
+	}
+	// A server being built shows none, as Nova hides them while building.
+	const building = "a1b2c3d4-0000-4000-8000-0000000000b1"
+	e.propose(&fsm.CreateFlavor{Flavor: fsm.Flavor{ID: "vm", Name: "vm", VCPUs: 1, RAM: 1, Disk: 1, RxTxFactor: 1}})
+	e.propose(&fsm.CreateServer{ID: building, Name: "b", FlavorID: "vm", ImageRef: "img", Host: "kvm-1",
+		Networks: []fsm.Network{{UUID: "net-1"}}})
+	r = do(t, e.ts, http.MethodGet, computeBase+"/servers/"+building, adminToken, "", nil)
+	if got := shown(get(t, r.json(t), "server", "addresses")); r.code != http.StatusOK || got != "{}" ||
+		get(t, r.json(t), "server", "status") != "BUILD" {
+		t.Fatalf("addresses of a server in BUILD %s (%s), want {}", got, r)
 	}
 	r = do(t, e.ts, http.MethodGet, computeBase+"/servers?ip=192.0.2.15", adminToken, "", nil)
 	if list, _ := get(t, r.json(t), "servers").([]any); len(list) != 1 {
@@ -60,8 +80,21 @@ func TestServerAddressesFromPorts(t *testing.T) {
 
 // fakeNetworks is Neutron as corral's service user sees it.
 type fakeNetworks struct {
-	nets  map[string]neutron.Network
-	ports map[string]neutron.Port
+	nets   map[string]neutron.Network
+	ports  map[string]neutron.Port
+	groups []neutron.SecurityGroup
+}
+
+func (f fakeNetworks) SecurityGroups(_ context.Context, fl neutron.SecurityGroupFilter) ([]neutron.SecurityGroup, error) {
+	var out []neutron.SecurityGroup
+	for _, g := range f.groups {
+		if fl.ProjectID != "" && g.ProjectID != fl.ProjectID || fl.Name != "" && g.Name != fl.Name ||
+			len(fl.IDs) > 0 && !slices.Contains(fl.IDs, g.ID) {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 func (f fakeNetworks) NetworksFor(_ context.Context, project string) ([]neutron.Network, error) {

@@ -19,13 +19,24 @@ import (
 // a non-voter (so it rejoins as a new member would); in a cluster that is
 // bootstrapping (no peer has seen a leader yet) every log is empty and the
 // gate opens at once.
+//
+// It also carries a follower's election on its leader's refused
+// connections (leaderwatch.go): a pre-vote request this peer receives
+// while it names a leader whose ports refuse its own dials is answered by
+// answer instead of raft, and timeoutNow hands raft the request that makes
+// it stand at once.
 type voteGate struct {
 	raft.Transport
 	out     chan raft.RPC
 	parked  atomic.Bool
 	target  atomic.Uint64 // leader commit index to reach; 0: none seen yet
 	refused func()        // counts a refused vote
+	answer  atomic.Pointer[preVoteAnswer]
 }
+
+// preVoteAnswer answers a pre-vote request in raft's stead, or returns
+// false to leave it to raft.
+type preVoteAnswer func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)
 
 func newVoteGate(ctx context.Context, t raft.Transport, parked bool, refused func()) *voteGate {
 	g := &voteGate{Transport: t, out: make(chan raft.RPC), refused: refused}
@@ -43,6 +54,28 @@ func (g *voteGate) RequestPreVote(id raft.ServerID, target raft.ServerAddress, a
 		return p.RequestPreVote(id, target, args, resp)
 	}
 	return raft.ErrUnsupportedProtocol
+}
+
+// timeoutNow hands raft a TimeoutNow, as a leader does at the end of a
+// leadership transfer: raft stands for election at once, without a
+// pre-vote, and its vote requests are granted by voters that still name
+// a leader.
+func (g *voteGate) timeoutNow(ctx context.Context, self raft.ServerID) error {
+	resp := make(chan raft.RPCResponse, 1)
+	rpc := raft.RPC{Command: &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: g.EncodePeer(self, g.LocalAddr()),
+	}}, RespChan: resp}
+	select {
+	case g.out <- rpc:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case r := <-resp:
+		return r.Error
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Close implements raft.WithClose when the transport does.
@@ -75,6 +108,20 @@ func (g *voteGate) loop(ctx context.Context) {
 			if g.parked.Load() {
 				g.refused()
 				rpc.Respond(&raft.RequestPreVoteResponse{Term: req.Term, Granted: false}, nil)
+				continue
+			}
+			if answer := g.answer.Load(); answer != nil {
+				// The answer may dial: the other requests go on meanwhile.
+				go func() {
+					if resp, ok := (*answer)(req); ok {
+						rpc.Respond(resp, nil)
+						return
+					}
+					select {
+					case g.out <- rpc:
+					case <-ctx.Done():
+					}
+				}()
 				continue
 			}
 		case *raft.AppendEntriesRequest:

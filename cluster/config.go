@@ -39,10 +39,12 @@ type GossipTimings struct {
 	PushPullInterval time.Duration
 }
 
-// DefaultRaftTimings returns LAN defaults: the next write after a leader's
-// death commits within about two seconds. A second holds on a loaded
-// machine: peers share their hosts with other work, and a goroutine may
-// not run for some hundreds of milliseconds (300 ms held six elections in
+// DefaultRaftTimings returns LAN defaults: the next write after a paused or
+// cut-off leader's loss commits within about two seconds (after a killed
+// leader's, within half a second: its followers find its ports refusing,
+// leaderwatch.go). A second holds on a loaded machine: peers share their
+// hosts with other work, and a goroutine may not run for some hundreds of
+// milliseconds (300 ms held six elections in
 // three idle minutes of five peers on two busy cores under the race
 // detector, 500 ms one, a second none; docs/failover.md). Pre-vote keeps
 // a follower that stops hearing the leader (packet loss, a starved CPU)
@@ -145,7 +147,9 @@ type Config struct {
 	// keep refusing connections, once raft cannot heartbeat it or gossip
 	// reports it dead, before the leader commits it down without waiting
 	// for gossip and DownGrace: its process is gone (liveness.go). 0:
-	// DefaultRefusedGrace; negative: off (deaths wait for gossip).
+	// DefaultRefusedGrace; negative: off (deaths wait for gossip, and
+	// followers wait for raft's heartbeat timeout on a killed leader
+	// rather than stand on its refused connections, leaderwatch.go).
 	RefusedGrace time.Duration
 	// SilentGrace is how long the leader must also have heard nothing
 	// from a host that gossip reports dead (it pings every host itself)

@@ -57,3 +57,16 @@ func (n *Node) TransferLeadership(to, addr string) error {
 // ForgetReady makes a leader behave as one that has not yet committed an
 // entry of its term (until its next term).
 func (n *Node) ForgetReady() { n.readyTerm.Store(0) }
+
+// StandNow has this peer stand for election at once, as a leader's
+// TimeoutNow, or its own watch on a leader that refuses connections, has
+// it do (leaderwatch.go).
+func (n *Node) StandNow() error { return n.gate.timeoutNow(n.ctx, raft.ServerID(n.cfg.Name)) }
+
+// PreVoteOnRefusal asks the other voters the pre-vote a follower asks
+// when its leader's ports refuse connections, as if this peer's did.
+func (n *Node) PreVoteOnRefusal() (granted, needed int) {
+	_, id := n.raft.LeaderWithID()
+	servers := n.raft.GetConfiguration().Configuration().Servers
+	return n.preVote(servers, id, n.raft.CurrentTerm(), n.cfg.Raft.HeartbeatTimeout)
+}

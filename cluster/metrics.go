@@ -29,6 +29,10 @@ type metrics struct {
 	caughtUp           prometheus.Counter
 	catchupNonvoters   prometheus.Counter
 	createBatch        prometheus.Histogram
+	// A follower's election on its leader's refused connections (leaderwatch.go).
+	leaderProbes           *prometheus.CounterVec
+	leaderRefusedElections *prometheus.CounterVec
+	refusedLeaderPreVotes  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -119,7 +123,19 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Help:    "New servers decided together in one CreateServers entry (leader).",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
 	})
-	for _, c := range []prometheus.Collector{m.createBatch, m.catchupNonvoters, m.tlsRefused, m.raftRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
+	m.leaderProbes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "corral_raft_leader_probes_total",
+		Help: "Dials of the raft and gossip ports of a leader this follower had not heard from for three tenths of the heartbeat timeout, by outcome: refused (nothing listens: its process is gone), accepted (it is there, perhaps paused or slow), no_answer (a timeout: loss, a partition).",
+	}, []string{"outcome"})
+	m.leaderRefusedElections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "corral_raft_refused_leader_elections_total",
+		Help: "Times this follower found its leader's ports refusing connections and asked the other voters for a pre-vote, by outcome: stood (a majority granted it: it stood for election at once, before raft's heartbeat timeout), no_majority (it did not stand).",
+	}, []string{"outcome"})
+	m.refusedLeaderPreVotes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "corral_raft_refused_leader_prevotes_total",
+		Help: "Pre-vote requests this peer received while it named a leader, by outcome: granted or log_behind (that leader's ports refused this peer's dials too, and this peer answered for raft), leader_heard, leader_accepted, leader_no_answer (raft answered, and refused while it names a leader).",
+	}, []string{"outcome"})
+	for _, c := range []prometheus.Collector{m.leaderProbes, m.leaderRefusedElections, m.refusedLeaderPreVotes, m.createBatch, m.catchupNonvoters, m.tlsRefused, m.raftRefused, m.admissionRefused, m.deadVotersRemoved, m.votesRefused, m.caughtUp, m.detect, m.plan, m.reassigned, m.freezes, m.frozen, m.applyLatency, m.proposeLatency, m.forwardedWrite,
 		m.forwardedRead, m.forwardRPC, m.forwardRPCServed, m.forwardRPCSessions, m.restores, m.leaderChanges, m.reconcileErrs, &stateCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

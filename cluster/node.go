@@ -106,6 +106,14 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.raft = r
 	n.startForwardRPC()
+	if cfg.Transport == nil && cfg.RefusedGrace >= 0 {
+		// A follower stands for election as soon as its leader's ports
+		// refuse connections (leaderwatch.go); refused_grace "off" trusts
+		// no refusal, here either.
+		answer := preVoteAnswer(n.answerPreVote)
+		n.gate.answer.Store(&answer)
+		n.goLoop(n.leaderWatchLoop)
+	}
 
 	meta := memberMeta{
 		Version:      1,

@@ -44,6 +44,15 @@ func TestLeaderPurgesDeletedServersAfterRetention(t *testing.T) {
 		t.Fatalf("right after the delete: %+v %v, want it visible as DELETED", s, err)
 	}
 	for _, p := range h.Running() {
+		// A write is answered once the leader applied it: a follower may
+		// not have "gone" yet either. Once it has "kept", made after it,
+		// it had "gone", and its absence is the purge's.
+		testkit.Eventually(t, 20*time.Second, func() error {
+			if _, err := p.Node.Store().Server("kept"); err != nil {
+				return fmt.Errorf("%s has not applied the creates yet (%v)", p.Name, err)
+			}
+			return nil
+		})
 		testkit.Eventually(t, 20*time.Second, func() error {
 			if _, err := p.Node.Store().Server("gone"); !errors.Is(err, fsm.ErrNotFound) {
 				return fmt.Errorf("%s still has the deleted server (%v)", p.Name, err)

@@ -3,6 +3,7 @@ package compute
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/corral-dev/corral/fsm"
 )
@@ -36,6 +37,24 @@ type InterfaceActor interface {
 	DetachInterface(ctx context.Context, h *Handle, s fsm.Server, req fsm.InterfaceRequest) error
 }
 
+// SecurityGroupActor is implemented by a virt driver whose servers have
+// Neutron ports: ChangeSecurityGroups carries out the server's security
+// group request (fsm.ServerNet.SecurityGroup) on its ports, each change
+// after its port intent at the owner's epoch, and returns the outcome.
+// An error is retried, or stops the worker when an intent was refused.
+type SecurityGroupActor interface {
+	ChangeSecurityGroups(ctx context.Context, h *Handle, s fsm.Server, req fsm.SecurityGroupRequest) (SecurityGroupOutcome, error)
+}
+
+// SecurityGroupOutcome is the outcome of a security group request: the
+// groups of each of the server's ports after it, and when it failed,
+// Nova's answer (Code, an HTTP status, and Fault).
+type SecurityGroupOutcome struct {
+	Ports []fsm.PortSecurityGroups
+	Code  int
+	Fault string
+}
+
 // act carries out the action a user committed (the intent in the log) and
 // commits its outcome at this host's epoch.
 func (m *Manager) act(ctx context.Context, h *Handle, s fsm.Server) error {
@@ -43,8 +62,11 @@ func (m *Manager) act(ctx context.Context, h *Handle, s fsm.Server) error {
 		m.log.Error("server is in an action's task state without the action; leaving it", "server", s.ID, "task", s.TaskState)
 		return ErrStop
 	}
-	if k := s.Action.Kind; k == fsm.ActionAttachInterface || k == fsm.ActionDetachInterface {
+	switch s.Action.Kind {
+	case fsm.ActionAttachInterface, fsm.ActionDetachInterface:
 		return m.actInterface(ctx, h, s)
+	case fsm.ActionAddSecurityGroup, fsm.ActionRemoveSecurityGroup:
+		return m.actSecurityGroup(ctx, h, s)
 	}
 	var err error
 	if a, ok := m.virt.(Actor); ok {
@@ -130,5 +152,40 @@ func (m *Manager) actInterface(ctx context.Context, h *Handle, s fsm.Server) err
 	}
 	m.m.actions.WithLabelValues(kind, map[bool]string{true: "error", false: "done"}[pe != nil]).Inc()
 	m.log.Info("server interface action done", "server", s.ID, "action", kind, "port", port, "failed", pe != nil)
+	return nil
+}
+
+// actSecurityGroup carries out a security group request and commits its
+// outcome; the server keeps its status either way.
+func (m *Manager) actSecurityGroup(ctx context.Context, h *Handle, s fsm.Server) error {
+	kind := s.Action.Kind
+	req := h.Store().ServerNet(s.ID).SecurityGroup
+	var out SecurityGroupOutcome
+	sa, ok := m.virt.(SecurityGroupActor)
+	switch {
+	case req == nil || req.Kind != kind || !req.RequestedAt.Equal(s.Action.RequestedAt):
+		out = SecurityGroupOutcome{Code: 500, Fault: fmt.Sprintf("the %s of server %s has no request", kind, s.ID)}
+	case !ok:
+		out = SecurityGroupOutcome{Code: 400, Fault: fmt.Sprintf("the %s driver has no security groups", m.virt.Kind())}
+	default:
+		var err error
+		if out, err = sa.ChangeSecurityGroups(ctx, h, s, *req); err != nil {
+			var pe *PermanentError
+			if !errors.As(err, &pe) {
+				return err
+			}
+			out = SecurityGroupOutcome{Code: 500, Fault: pe.Msg}
+		}
+	}
+	if len(out.Fault) > maxInterfaceFault {
+		out.Fault = out.Fault[:maxInterfaceFault]
+	}
+	fin := &fsm.FinishSecurityGroupAction{ID: s.ID, Host: s.Host, Epoch: s.Epoch, Kind: kind, RequestedAt: s.Action.RequestedAt,
+		Ports: out.Ports, Code: out.Code, Fault: out.Fault}
+	if err := h.Commit(ctx, fin); err != nil {
+		return err
+	}
+	m.m.actions.WithLabelValues(kind, map[bool]string{true: "error", false: "done"}[out.Code != 0]).Inc()
+	m.log.Info("server security group action done", "server", s.ID, "action", kind, "code", out.Code, "fault", out.Fault)
 	return nil
 }

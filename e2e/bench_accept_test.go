@@ -18,24 +18,37 @@ import (
 
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/testkit"
+	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
 // TestBootAcceptBenchmark measures how many boots three real agents accept
 // per second through the Nova-compatible API: CORRAL_BENCH_ACCEPT_N
 // (default 1,000) `POST /servers` from 64 clients, each client sending to
 // one of the agents, against as many simulator nodes whose deploys take
-// 30 s (so the owners' work overlaps the acceptance, as in a real burst).
-// Every boot must be accepted (202) and every accepted server must then
-// reach ACTIVE within CORRAL_BENCH_ACCEPT_ACTIVE (default 5m); it fails
-// otherwise, with both counts. It asserts nothing about time; it prints
-// (run with -v):
+// CORRAL_BENCH_ACCEPT_DEPLOY (default 30 s, so the owners' work overlaps
+// the acceptance, as in a real burst). Every boot must be accepted (202)
+// and every accepted server must then reach ACTIVE within
+// CORRAL_BENCH_ACCEPT_ACTIVE (default 5m); it fails otherwise, with both
+// counts. It asserts nothing about time; it prints (run with -v), and
+// reports boots/s and the share ACTIVE as rows of make bench's table
+// (testkit/benchrow). CORRAL_BENCH_SIZE=small: 2 s deploys (the same
+// 1,000 boots: they are accepted in seconds; the deploys are the wait).
 //
 //	CORRAL_BENCH=1 go test -count=1 -run '^TestBootAcceptBenchmark$' -v -timeout 20m ./e2e/
 func TestBootAcceptBenchmark(t *testing.T) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		t.Skip("set CORRAL_BENCH=1 to run the boot acceptance benchmark")
 	}
+	size := benchrow.Size(t)
 	n := envInt(t, "CORRAL_BENCH_ACCEPT_N", 1000)
+	deploy := benchrow.Pick(size, 2*time.Second, 30*time.Second)
+	if v := os.Getenv("CORRAL_BENCH_ACCEPT_DEPLOY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("CORRAL_BENCH_ACCEPT_DEPLOY=%q is not a positive duration", v)
+		}
+		deploy = d
+	}
 	activeWithin := 5 * time.Minute
 	if v := os.Getenv("CORRAL_BENCH_ACCEPT_ACTIVE"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -45,7 +58,7 @@ func TestBootAcceptBenchmark(t *testing.T) {
 		activeWithin = d
 	}
 	const clients = 64
-	ir := SimIronic(t, sim.Options{DeployDelay: 30 * time.Second, UndeployDelay: time.Second})
+	ir := SimIronic(t, sim.Options{DeployDelay: deploy, UndeployDelay: time.Second})
 	class := ir.Class("accept")
 	ir.Sim.SeedNodes(n, class)
 	c := IronicCluster(t, 3, ir, "CORRAL_IRONIC_SYNC_INTERVAL=5s")
@@ -101,9 +114,14 @@ func TestBootAcceptBenchmark(t *testing.T) {
 	if len(failed) > 0 {
 		t.Errorf("%d of %d boots were refused%s; first: %v", len(failed), n, refusals(failed), failed[0])
 	}
+	scale := fmt.Sprintf("%d boots from %d clients, %s deploys", n, clients, deploy)
+	benchrow.Emit(t, benchrow.Row{Row: "boots-accepted-per-s", Value: float64(len(accepted)) / took.Seconds(), Unit: "boots/s",
+		Goal: ">= 1000", Scale: scale})
 
 	active, errored, settled := awaitActive(ctx, Compute(c.Agents[0]), accepted, activeWithin)
 	t.Logf("  ACTIVE %d of the %d accepted (ERROR %d) %s after the first POST", active, len(accepted), errored, settled.Sub(start).Round(time.Second))
+	benchrow.Emit(t, benchrow.Row{Row: "boots-accepted-active", Value: 100 * float64(active) / float64(n), Unit: "% of the boots",
+		Goal: ">= 100", Scale: scale})
 	if active != n {
 		t.Errorf("%d of %d boots reached ACTIVE within %s of the last acceptance (accepted %d, refused %d, ERROR %d)",
 			active, n, activeWithin, len(accepted), len(failed), errored)

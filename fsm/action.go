@@ -49,7 +49,7 @@ var actionTask = map[string]string{
 func IsActionTask(task string) bool {
 	switch task {
 	case TaskPoweringOff, TaskPoweringOn, TaskRebooting, TaskRebootingHard, TaskRebuilding,
-		TaskAttachingInterface, TaskDetachingInterface:
+		TaskAttachingInterface, TaskDetachingInterface, TaskUpdatingSecurityGroups:
 		return true
 	}
 	return false

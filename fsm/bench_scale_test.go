@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
 // scaleNodes and scaleServers size the state of the snapshot and restore
@@ -106,7 +108,8 @@ func reportCPU(b *testing.B, cpu time.Duration) {
 }
 
 // BenchmarkRestoreScale restores a store from that snapshot (goal: ≤ 1 s)
-// and checks that the restored state is the one snapshotted.
+// and checks that the restored state is the one snapshotted; the time per
+// restore is a row of make bench's table (testkit/benchrow).
 func BenchmarkRestoreScale(b *testing.B) {
 	s, data := storeAtScale(b)
 	want := s.Digest()
@@ -119,8 +122,12 @@ func BenchmarkRestoreScale(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	cpuPer := (processCPU() - cpu) / time.Duration(b.N)
 	reportCPU(b, cpu)
 	if got := r.Digest(); got != want {
 		b.Fatalf("restored digest %s, want %s", got, want)
 	}
+	benchrow.Emit(b, benchrow.Row{Row: "restore-scale", Value: b.Elapsed().Seconds() / float64(b.N), Unit: "s", Goal: "<= 1",
+		Scale: fmt.Sprintf("%d nodes + %d servers (%d MB), wall, mean of %d; CPU %.2f s", scaleNodes, scaleServers,
+			len(data)>>20, b.N, cpuPer.Seconds())})
 }

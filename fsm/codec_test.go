@@ -91,7 +91,8 @@ func TestIsIgnorableAndString(t *testing.T) {
 		CmdRequestServerActionWithID, CmdCreateServerSets, CmdUpdateServerFields, CmdRebuildServer,
 		CmdSetServerMetadata, CmdSetServerTags,
 		CmdEnableFeature, CmdCreateServerGroup, CmdDeleteServerGroup, CmdResetServerState, CmdSetQuotaDefaults, CmdUpdateQuotas, CmdDeleteQuotas,
-		CmdSetPortIntent, CmdRecordServerPort, CmdForgetServerPort, CmdRequestInterfaceAction, CmdFinishInterfaceAction, CmdStopAfterRebuild, CmdRecordExternalEvents}
+		CmdSetPortIntent, CmdRecordServerPort, CmdForgetServerPort, CmdRequestInterfaceAction, CmdFinishInterfaceAction, CmdStopAfterRebuild, CmdRecordExternalEvents,
+		CmdRequestSecurityGroupAction, CmdFinishSecurityGroupAction}
 	if got := CommandTypes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandTypes() = %v, want %v", got, want)
 	}

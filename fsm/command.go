@@ -79,6 +79,9 @@ const (
 	// 63: the external events of Nova's os-server-external-events
 	// (external_events.go).
 	CmdRecordExternalEvents CommandType = 63
+	// 64, 65: the security groups of a server's ports (server_secgroups.go).
+	CmdRequestSecurityGroupAction CommandType = 64
+	CmdFinishSecurityGroupAction  CommandType = 65
 )
 
 // String returns the command's name, or CommandType(N) for an unknown type.

@@ -204,6 +204,7 @@ func applyServerSet(st *state, set *ServerSet, at time.Time) ([]Server, error) {
 	for i, s := range servers {
 		st.putServer(s)
 		st.joinGroup(tmpl.Group, s.ID)
+		st.requestGroups(s.ID, tmpl.SecurityGroups)
 		out[i] = cloneServer(s)
 	}
 	return out, nil

@@ -120,6 +120,15 @@ func actionName(kind string) string {
 	return kind
 }
 
+// historic is a, or nil for an action Nova keeps no instance action of
+// (a change of security groups, server_secgroups.go).
+func historic(a *ServerAction) *ServerAction {
+	if a != nil && isSecurityGroupAction(a.Kind) {
+		return nil
+	}
+	return a
+}
+
 // noteServer records in the history what the entry being applied
 // (st.applying) changed of a server: old as it was (had: it existed), s
 // as it is now.
@@ -172,7 +181,7 @@ func (st *state) noteServer(old Server, had bool, s Server) {
 			st.finishAction(s.ID, ActionDelete, at, s.Host, EventResultSuccess, "")
 		}
 	}
-	na, oa := s.Action, old.Action
+	na, oa := historic(s.Action), historic(old.Action)
 	requested := na != nil && (oa == nil || oa.Kind != na.Kind || !oa.RequestedAt.Equal(na.RequestedAt))
 	switch {
 	case requested && oa != nil && oa.Kind == ActionRebuild && na.Kind == ActionRebuildStop && oa.RequestedAt.Equal(na.RequestedAt):
@@ -204,7 +213,7 @@ func (st *state) noteServer(old Server, had bool, s Server) {
 // action a, and the end of the action it dropped.
 func (st *state) noteReset(old, s Server, a InstanceAction, at time.Time) {
 	const why = "the server's state was reset by an admin"
-	if oa := old.Action; oa != nil {
+	if oa := historic(old.Action); oa != nil {
 		st.finishAction(s.ID, actionName(oa.Kind), at, s.Host, EventResultError, why)
 	}
 	if old.Status == StatusBuild {

@@ -46,7 +46,7 @@ func TestKnownCommands(t *testing.T) {
 			t.Errorf("%s missing from %q", typ, list)
 		}
 	}
-	if list != "1-27,32-33,40-49,51-53,56-61,63" {
+	if list != "1-27,32-33,40-49,51-53,56-61,63-65" {
 		t.Errorf("KnownCommands() = %q", list)
 	}
 	for _, c := range []struct {

@@ -217,6 +217,11 @@ type CreateServer struct {
 	// Group is the server group the server joins (Nova's group scheduler
 	// hint); the leader's choice of Host keeps to its policy.
 	Group string `json:"group,omitempty"`
+	// SecurityGroups are the Neutron security groups the boot asked for,
+	// resolved by the API (empty: Neutron's default group of the
+	// project), kept in the server's port record (ServerNet.Requested);
+	// set only once every live peer knows them (server_secgroups.go).
+	SecurityGroups []SecurityGroupRef `json:"security_groups,omitempty"`
 }
 
 // Type implements Command.
@@ -307,6 +312,7 @@ func applyCreateServer(st *state, c *CreateServer) (any, error) {
 	}
 	st.putServer(s)
 	st.joinGroup(c.Group, c.ID)
+	st.requestGroups(c.ID, c.SecurityGroups)
 	return cloneServer(s), nil
 }
 
@@ -340,6 +346,9 @@ func prepareServer(st *state, c *CreateServer) (Server, error) {
 	f, ok := st.flavors[c.FlavorID]
 	if !ok {
 		return Server{}, fmt.Errorf("%w: flavor %s does not exist: list flavors for valid flavorRef values", ErrInvalid, c.FlavorID)
+	}
+	if err := checkSecurityGroups("server "+c.ID, c.SecurityGroups); err != nil {
+		return Server{}, err
 	}
 	keyData, err := bootKey(st, c)
 	if err != nil {

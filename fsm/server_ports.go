@@ -30,9 +30,11 @@ const (
 	PortStepDetach = "detach" // detach PortID from the server's node
 	PortStepDelete = "delete" // delete PortID (a port corral created)
 	PortStepUnbind = "unbind" // give the user's port PortID back: device and binding emptied
+	// PortStepSecurityGroups (server_secgroups.go): change the security
+	// groups of PortID.
 )
 
-var portSteps = []string{PortStepCreate, PortStepBind, PortStepAttach, PortStepDetach, PortStepDelete, PortStepUnbind}
+var portSteps = []string{PortStepCreate, PortStepBind, PortStepAttach, PortStepDetach, PortStepDelete, PortStepUnbind, PortStepSecurityGroups}
 
 // Limits of a server's ports.
 const (
@@ -58,6 +60,11 @@ type ServerPort struct {
 	// User: the user passed the port in; a delete unbinds and keeps it
 	// instead of deleting it.
 	User bool `json:"user,omitempty"`
+	// SecurityGroups are the port's security groups, as Neutron had them
+	// when recorded (server_secgroups.go); GroupsKnown says they were
+	// recorded (a port recorded by an older version has none known).
+	SecurityGroups []SecurityGroupRef `json:"security_groups,omitempty"`
+	GroupsKnown    bool               `json:"groups_known,omitempty"`
 }
 
 // PortIntent is the Neutron or VIF side effect an owner said it was about
@@ -78,12 +85,17 @@ type ServerNet struct {
 	// Interface is the server's last os-interface request
 	// (server_interfaces.go).
 	Interface *InterfaceRequest `json:"interface,omitempty"`
+	// SecurityGroup is the server's last security group request, and
+	// Requested the groups its boot asked for (server_secgroups.go).
+	SecurityGroup *SecurityGroupRequest `json:"security_group,omitempty"`
+	Requested     []SecurityGroupRef    `json:"requested_security_groups,omitempty"`
 }
 
 func (n ServerNet) clone() ServerNet {
 	n.Ports = slices.Clone(n.Ports)
 	for i := range n.Ports {
 		n.Ports[i].FixedIPs = slices.Clone(n.Ports[i].FixedIPs)
+		n.Ports[i].SecurityGroups = slices.Clone(n.Ports[i].SecurityGroups)
 	}
 	if n.Intent != nil {
 		in := *n.Intent
@@ -94,6 +106,11 @@ func (n ServerNet) clone() ServerNet {
 		r.Had = slices.Clone(r.Had)
 		n.Interface = &r
 	}
+	if n.SecurityGroup != nil {
+		r := *n.SecurityGroup
+		n.SecurityGroup = &r
+	}
+	n.Requested = slices.Clone(n.Requested)
 	return n
 }
 
@@ -210,6 +227,12 @@ func applyRecordServerPort(st *state, c *RecordServerPort) (any, error) {
 			return nil, err
 		}
 	}
+	if err := checkSecurityGroups("port "+p.ID, p.SecurityGroups); err != nil {
+		return nil, err
+	}
+	if len(p.SecurityGroups) > 0 && !p.GroupsKnown {
+		return nil, fmt.Errorf("%w: port %s has security groups recorded as unknown", ErrInvalid, p.ID)
+	}
 	if len(p.FixedIPs) > MaxPortIPs {
 		return nil, fmt.Errorf("%w: a port has %d fixed addresses, more than %d", ErrInvalid, len(p.FixedIPs), MaxPortIPs)
 	}
@@ -221,6 +244,7 @@ func applyRecordServerPort(st *state, c *RecordServerPort) (any, error) {
 	}
 	n := st.nets[c.ID].clone()
 	p.FixedIPs = slices.Clone(p.FixedIPs)
+	p.SecurityGroups = slices.Clone(p.SecurityGroups)
 	if i := slices.IndexFunc(n.Ports, func(q ServerPort) bool { return q.ID == p.ID }); i >= 0 {
 		n.Ports[i] = p
 	} else {

@@ -41,6 +41,8 @@ func (c *Client) wrap(method, what string, err error) error {
 	var reauth *gophercloud.ErrUnableToReauthenticate
 	var ne net.Error
 	switch {
+	case errors.Is(err, ErrNotSent):
+		return fmt.Errorf("%s: %w", what, err)
 	case errors.As(err, &reauth):
 		if gophercloud.ResponseCodeIs(reauth.ErrReauth, http.StatusUnauthorized) {
 			return fmt.Errorf("%w: %s: Neutron refused the token and Keystone at %s refused the new login of [neutron] "+

@@ -215,6 +215,11 @@ func (c *Client) connect(ctx context.Context) (*gophercloud.ServiceClient, error
 	o := c.opts
 	hc := *o.HTTPClient
 	hc.Timeout = o.Timeout
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc.Transport = sendGate{next: next}
 	if o.AuthType == AuthNone {
 		pc := &gophercloud.ProviderClient{HTTPClient: hc, UserAgent: gophercloud.UserAgent{}}
 		root := rootURL(o.EndpointOverride)

@@ -73,3 +73,13 @@ func apiError(method, url string, status int, body []byte) *APIError {
 	}
 	return ae
 }
+
+// Message is Neutron's own message in err (err's text when err holds no
+// answer of Neutron).
+func Message(err error) string {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Message != "" {
+		return ae.Message
+	}
+	return err.Error()
+}

@@ -23,6 +23,9 @@ type Network struct {
 	NetworkType     string   `json:"provider:network_type"`
 	PhysicalNetwork string   `json:"provider:physical_network"`
 	SegmentationID  *int     `json:"provider:segmentation_id"`
+	// PortSecurityEnabled is the port_security extension's default for
+	// the network's ports (nil without the extension: on).
+	PortSecurityEnabled *bool `json:"port_security_enabled"`
 }
 
 // VisibleTo reports whether a (non-admin) user of project may use the

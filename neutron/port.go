@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsbinding"
@@ -52,6 +53,21 @@ type Port struct {
 	// driver's type; neither unbound nor binding_failed stops Ironic from using the port.
 	VIFType string         `json:"binding:vif_type"`
 	Profile map[string]any `json:"binding:profile"`
+	// SecurityGroups are the ids of the port's security groups.
+	SecurityGroups []string `json:"security_groups"`
+	// PortSecurityEnabled is the port_security extension's switch (nil
+	// without the extension: on).
+	PortSecurityEnabled *bool `json:"port_security_enabled"`
+	// IPAllocation is "deferred" for a port of a routed network whose
+	// address comes with its host.
+	IPAllocation string `json:"ip_allocation"`
+}
+
+// SecurityGroupsApply reports whether security groups can be applied to
+// the port, as Nova judges it: port security on, and an address (or one
+// deferred).
+func (p Port) SecurityGroupsApply() bool {
+	return (p.PortSecurityEnabled == nil || *p.PortSecurityEnabled) && (len(p.FixedIPs) > 0 || p.IPAllocation == "deferred")
 }
 
 // PortCreate is a new port. NetworkID is required; ProjectID is the owner
@@ -64,6 +80,9 @@ type PortCreate struct {
 	VNICType, HostID, MACAddress string
 	FixedIPs                     []FixedIP
 	Profile                      map[string]any
+	// SecurityGroups are the port's groups (ids); empty: Neutron gives
+	// it its project's default group.
+	SecurityGroups []string
 }
 
 // PortUpdate changes the set fields of a port.
@@ -71,6 +90,8 @@ type PortUpdate struct {
 	Name, DeviceID, DeviceOwner, MACAddress, HostID *string
 	VNICType                                        string
 	Profile                                         map[string]any
+	// SecurityGroups, when set, replaces the port's groups (ids).
+	SecurityGroups *[]string
 }
 
 // PortFilter narrows a port listing; zero fields do not filter, but a
@@ -95,6 +116,10 @@ func (c *Client) CreatePort(ctx context.Context, p PortCreate) (Port, error) {
 			ips[i] = ports.IP{SubnetID: f.SubnetID, IPAddress: f.IPAddress}
 		}
 		base.FixedIPs = ips
+	}
+	if len(p.SecurityGroups) > 0 {
+		groups := slices.Clone(p.SecurityGroups)
+		base.SecurityGroups = &groups
 	}
 	opts := portsbinding.CreateOptsExt{CreateOptsBuilder: base, HostID: p.HostID, VNICType: p.VNICType, Profile: p.Profile}
 	var out Port
@@ -138,7 +163,7 @@ func (c *Client) Ports(ctx context.Context, f PortFilter) ([]Port, error) {
 func (c *Client) UpdatePort(ctx context.Context, id string, u PortUpdate) (Port, error) {
 	opts := portsbinding.UpdateOptsExt{
 		UpdateOptsBuilder: ports.UpdateOpts{Name: u.Name, DeviceID: u.DeviceID, DeviceOwner: u.DeviceOwner,
-			MACAddress: u.MACAddress},
+			MACAddress: u.MACAddress, SecurityGroups: u.SecurityGroups},
 		HostID: u.HostID, VNICType: u.VNICType, Profile: u.Profile}
 	var out Port
 	err := c.do(ctx, "updating port "+id, func(ctx context.Context, sc *gophercloud.ServiceClient) error {

@@ -49,7 +49,17 @@
 #   NEUTRON_PHYSNET=physnet1          physical network of the provider network and of the VLAN range
 #   NEUTRON_PROVIDER_NETWORK=provider name of the shared flat provider network ('' : make none)
 #   NEUTRON_PROVIDER_CIDR=192.0.2.0/24  its subnet (provider-v4; DHCP off: nothing would serve it)
-#   NEUTRON_DB_URL                    SQLAlchemy URL (default sqlite:///$NEUTRON_DIR/neutron.sqlite)
+#   NEUTRON_MARIADB_ENV               mariadb.env of scripts/mariadb-up.sh: Neutron's database is the
+#                                     database "neutron" there (made, with its user, if missing; dropped
+#                                     and made again with NEUTRON_FRESH=1), as a deployment has it
+#   NEUTRON_DB_URL                    SQLAlchemy URL (default: the MariaDB above when given, else
+#                                     sqlite:///$NEUTRON_DIR/neutron.sqlite)
+#   NEUTRON_API_POOL                  requests the API serves at once ([DEFAULT] wsgi_default_pool_size):
+#                                     1 with SQLite (default), 100 (Neutron's default) otherwise. SQLite takes
+#                                     one writer; under eventlet a second write waits for it with the whole
+#                                     process blocked (the first cannot finish) for SQLite's 5 s busy timeout,
+#                                     then fails with 500 "database is locked". One at a time, nothing fails,
+#                                     but every request waits for the one before: use MariaDB under load
 #   NEUTRON_MECHANISM_DRIVERS=baremetal  ML2 mechanism drivers
 #   NEUTRON_VLAN_RANGES=$NEUTRON_PHYSNET:100:199  [ml2_type_vlan] network_vlan_ranges
 #   NEUTRON_TENANT_NETWORK_TYPES=     '' (only admins make networks) or vlan
@@ -97,7 +107,22 @@ NEUTRON_EXTRA_CONF=${NEUTRON_EXTRA_CONF:-}
 PY=/usr/bin/python3   # not "python3": a pyenv/venv python earlier on PATH has no neutron module
 mkdir -p "$NEUTRON_DIR"
 NEUTRON_DIR=$(cd "$NEUTRON_DIR" && pwd)
-NEUTRON_DB_URL=${NEUTRON_DB_URL:-sqlite:///$NEUTRON_DIR/neutron.sqlite}
+NEUTRON_MARIADB_ENV=${NEUTRON_MARIADB_ENV:-}
+NEUTRON_MARIADB_PASSWORD=corral-neutron-db
+mariadb_url=
+if [[ -n $NEUTRON_MARIADB_ENV ]]; then
+	[[ -r $NEUTRON_MARIADB_ENV ]] || { echo "neutron-up: NEUTRON_MARIADB_ENV=$NEUTRON_MARIADB_ENV is not readable (scripts/mariadb-up.sh writes it)" >&2; exit 1; }
+	mariadb_host=$(sed -n 's/^MARIADB_HOST=//p' "$NEUTRON_MARIADB_ENV")
+	mariadb_port=$(sed -n 's/^MARIADB_PORT=//p' "$NEUTRON_MARIADB_ENV")
+	mariadb_socket=$(sed -n 's/^MARIADB_SOCKET=//p' "$NEUTRON_MARIADB_ENV")
+	[[ -n $mariadb_host && -n $mariadb_port && -n $mariadb_socket ]] || { echo "neutron-up: $NEUTRON_MARIADB_ENV lacks MARIADB_HOST, MARIADB_PORT or MARIADB_SOCKET" >&2; exit 1; }
+	mariadb_url="mysql+pymysql://neutron:$NEUTRON_MARIADB_PASSWORD@$mariadb_host:$mariadb_port/neutron?charset=utf8"
+fi
+NEUTRON_DB_URL=${NEUTRON_DB_URL:-${mariadb_url:-sqlite:///$NEUTRON_DIR/neutron.sqlite}}
+api_pool=100
+[[ $NEUTRON_DB_URL == sqlite* ]] && api_pool=1
+NEUTRON_API_POOL=${NEUTRON_API_POOL:-$api_pool}
+[[ $NEUTRON_API_POOL =~ ^[1-9][0-9]*$ ]] || { echo "neutron-up: NEUTRON_API_POOL=$NEUTRON_API_POOL is not a positive number" >&2; exit 1; }
 URL="http://${NEUTRON_HOST}:${NEUTRON_PORT}"
 CONF="$NEUTRON_DIR/neutron.conf"
 ML2="$NEUTRON_DIR/ml2_conf.ini"
@@ -298,7 +323,22 @@ port_busy && die "something else already answers on $URL (set NEUTRON_PORT)"
 # ---------------------------------------------------------------- 5. configure
 if [[ $NEUTRON_FRESH == 1 ]]; then
 	rm -f "$NEUTRON_DIR/neutron.sqlite" "$NEUTRON_DIR/schema.done"
-	[[ $NEUTRON_DB_URL == sqlite* ]] || say "NEUTRON_FRESH=1 does not wipe a non-SQLite database ($NEUTRON_DB_URL)"
+	if [[ -n $mariadb_url && $NEUTRON_DB_URL == "$mariadb_url" ]]; then
+		mariadb --socket="$mariadb_socket" -uroot -e 'DROP DATABASE IF EXISTS neutron' || die "dropping the database neutron in MariaDB failed"
+	elif [[ $NEUTRON_DB_URL != sqlite* ]]; then
+		say "NEUTRON_FRESH=1 does not wipe a database it did not make ($NEUTRON_DB_URL)"
+	fi
+fi
+if [[ -n $mariadb_url && $NEUTRON_DB_URL == "$mariadb_url" ]]; then
+	# Neutron's user connects over TCP with a password; root's socket login makes them.
+	mariadb --socket="$mariadb_socket" -uroot <<SQL || die "making the database neutron and its user in MariaDB ($mariadb_socket) failed"
+CREATE DATABASE IF NOT EXISTS neutron CHARACTER SET utf8;
+CREATE USER IF NOT EXISTS 'neutron'@'127.0.0.1' IDENTIFIED BY '$NEUTRON_MARIADB_PASSWORD';
+CREATE USER IF NOT EXISTS 'neutron'@'localhost' IDENTIFIED BY '$NEUTRON_MARIADB_PASSWORD';
+GRANT ALL PRIVILEGES ON neutron.* TO 'neutron'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON neutron.* TO 'neutron'@'localhost';
+SQL
+	say "MariaDB database neutron at $mariadb_host:$mariadb_port"
 fi
 mkdir -p "$NEUTRON_DIR"/{log,lock,state}
 debug=false
@@ -387,10 +427,12 @@ debug = $debug
 # no RabbitMQ: oslo.messaging's in-process fake driver (nothing can talk to agents)
 transport_url = fake:/
 api_workers = 0
+# requests served at once (NEUTRON_API_POOL; 1 with SQLite: the header says why)
+wsgi_default_pool_size = $NEUTRON_API_POOL
 rpc_workers = 0
 rpc_state_report_workers = 0
 agent_down_time = $agent_down_time
-# Every answer closes its connection. The API serves at most wsgi_default_pool_size (100)
+# Every answer closes its connection. The API serves at most wsgi_default_pool_size
 # connections at once, and an idle kept-alive one holds its place for client_socket_timeout
 # (900 s): clients that open a connection per request and leave it open (Ironic's Neutron calls
 # with a caller's token do) filled it within minutes, and Neutron then stopped accepting.

@@ -5,7 +5,10 @@
 #   the control plane of scripts/openstack-up.sh (Keystone and Glance; its env file), and
 #   a corral cluster this script starts: TEMPEST_PEERS agents (`corral agent`, [auth] strategy =
 #   keystone, [glance] url) on the embedded Ironic simulator (`corral sim ironic`), the first one
-#   serving where Keystone's catalog puts the compute service (CORRAL_COMPUTE_URL of the env file).
+#   serving where Keystone's catalog puts the compute service (CORRAL_COMPUTE_URL of the env file),
+#   and, with NEUTRON_ENV, the Neutron of scripts/neutron-up.sh on that Keystone: the agents get
+#   [neutron], the simulated nodes the flat network interface and physical ports, and Tempest
+#   runs with Neutron on (servers on its shared provider network).
 # It creates the flavors and images tempest.conf names, writes tempest.conf (the switches and why:
 # docs/tempest.md), runs `tempest run --concurrency TEMPEST_CONCURRENCY`, and prints the summary:
 # passed / failed / skipped, each skip's reason, the counts per test module.
@@ -21,6 +24,12 @@
 # Knobs (environment):
 #   OPENSTACK_ENV            env file of scripts/openstack-up.sh (default $OPENSTACK_DIR/openstack.env,
 #                            OPENSTACK_DIR defaulting to /tmp/corral-openstack)
+#   NEUTRON_ENV              env file of scripts/neutron-up.sh (a Neutron on that Keystone): Neutron on
+#                            (docs/tempest.md says what changes); unset: no Neutron
+#   TEMPEST_NODE_PORTS       physical ports of each simulated node with Neutron (default 4): the VIFs
+#                            one server can have (a boot's ports and the interfaces attached later);
+#                            the first nodes get the UUIDs of NEUTRON_ENV's NEUTRON_BAREMETAL_AGENT_HOSTS,
+#                            whose ports Neutron binds at the first attempt
 #   TEMPEST_DIR              work directory: tempest.conf, corral's data and logs, results
 #                            (default a new /tmp/corral-tempest.XXXXXX; kept after the run)
 #   TEMPEST_CONCURRENCY      Tempest's workers (default 2)
@@ -57,6 +66,8 @@ TEMPEST_REGEX=${TEMPEST_REGEX:-}
 TEMPEST_PRUNE_KNOWN=${TEMPEST_PRUNE_KNOWN:-0}
 TEMPEST_PEERS=${TEMPEST_PEERS:-3}
 TEMPEST_NODES=${TEMPEST_NODES:-48}
+TEMPEST_NODE_PORTS=${TEMPEST_NODE_PORTS:-4}
+NEUTRON_ENV=${NEUTRON_ENV:-}
 TEMPEST_TEST_TIMEOUT=${TEMPEST_TEST_TIMEOUT:-300}
 TEMPEST_RUN_TIMEOUT=${TEMPEST_RUN_TIMEOUT:-1800}
 TEMPEST_KEEP=${TEMPEST_KEEP:-0}
@@ -85,6 +96,7 @@ if [[ -n $TEMPEST_KNOWN_FAILURES ]]; then
 fi
 [[ $TEMPEST_PEERS =~ ^[1-9]$ ]] || die "TEMPEST_PEERS=$TEMPEST_PEERS: 1 to 9"
 [[ $TEMPEST_NODES =~ ^[1-9][0-9]*$ ]] || die "TEMPEST_NODES=$TEMPEST_NODES is not a positive number"
+[[ $TEMPEST_NODE_PORTS =~ ^[1-9][0-9]?$ ]] || die "TEMPEST_NODE_PORTS=$TEMPEST_NODE_PORTS: 1 to 99"
 
 # The control plane's env, read in a subshell: only the names used below come out.
 envget() { (set -a && . "$OPENSTACK_ENV" && set +a && printf '%s' "${!1:-}"); }
@@ -99,6 +111,26 @@ done
 OS_USER_DOMAIN_NAME=${OS_USER_DOMAIN_NAME:-Default}
 OS_PROJECT_DOMAIN_NAME=${OS_PROJECT_DOMAIN_NAME:-Default}
 OS_REGION_NAME=${OS_REGION_NAME:-RegionOne}
+
+# Neutron (NEUTRON_ENV): the one of scripts/neutron-up.sh on this Keystone, found by Tempest and by
+# corral's service user in the catalog; its shared provider network is every server's network.
+neutron=0
+if [[ -n $NEUTRON_ENV ]]; then
+	[[ -f $NEUTRON_ENV ]] || die "NEUTRON_ENV=$NEUTRON_ENV does not exist (scripts/neutron-up.sh prints its env file)"
+	nenvget() { (set -a && . "$NEUTRON_ENV" && set +a && printf '%s' "${!1:-}"); }
+	NEUTRON_URL=$(nenvget NEUTRON_URL)
+	NEUTRON_AUTH=$(nenvget NEUTRON_AUTH)
+	NEUTRON_KEYSTONE_URL=$(nenvget NEUTRON_KEYSTONE_URL)
+	NEUTRON_REGION=$(nenvget NEUTRON_REGION)
+	NEUTRON_PROVIDER_NETWORK=$(nenvget NEUTRON_PROVIDER_NETWORK)
+	NEUTRON_BAREMETAL_AGENT_HOSTS=$(nenvget NEUTRON_BAREMETAL_AGENT_HOSTS)
+	[[ -n $NEUTRON_URL && -n $NEUTRON_PROVIDER_NETWORK ]] ||
+		die "$NEUTRON_ENV has no NEUTRON_URL or NEUTRON_PROVIDER_NETWORK (an env file of scripts/neutron-up.sh with its provider network holds them)"
+	[[ $NEUTRON_AUTH == keystone && ${NEUTRON_KEYSTONE_URL%/} == "${OS_AUTH_URL%/}" ]] ||
+		die "the Neutron of $NEUTRON_ENV (auth $NEUTRON_AUTH, Keystone ${NEUTRON_KEYSTONE_URL:-none}) is not in the catalog of $OS_AUTH_URL: start it with OPENSTACK_ENV=$OPENSTACK_ENV scripts/neutron-up.sh"
+	NEUTRON_REGION=${NEUTRON_REGION:-$OS_REGION_NAME}
+	neutron=1
+fi
 
 # Keystone's catalog sends Tempest to CORRAL_COMPUTE_URL: the first peer serves there.
 [[ $CORRAL_COMPUTE_URL =~ ^http://127\.0\.0\.([0-9]+):([0-9]+)/ ]] ||
@@ -177,12 +209,32 @@ wait_line() {
 	done
 }
 
-"$CORRAL_BIN" sim ironic --listen 127.0.0.1:0 --nodes "$TEMPEST_NODES" --resource-class "$RESOURCE_CLASS" \
-	>"$TEMPEST_DIR/sim.url" 2>"$LOGDIR/sim.log" &
+# With Neutron, the nodes have the flat network interface and TEMPEST_NODE_PORTS NICs each, as
+# the nodes of Nova's Ironic jobs: each VIF (a server's port) takes a free NIC of its node.
+# The nodes Neutron has a "Baremetal Node" agent for (neutron-up.sh's NEUTRON_BAREMETAL_AGENT_HOSTS,
+# as networking-baremetal's agent reports them) come first: Neutron binds their ports at the first
+# attempt; another node's port binding fails after ML2's ten (binding_failed), each a cost to Neutron.
+sim_args=(--listen 127.0.0.1:0 --nodes "$TEMPEST_NODES" --resource-class "$RESOURCE_CLASS")
+agent_nodes=0
+if ((neutron)); then
+	sim_args+=(--network-interface flat --ports-per-node "$TEMPEST_NODE_PORTS")
+	hosts=()
+	IFS=', ' read -ra all_hosts <<<"${NEUTRON_BAREMETAL_AGENT_HOSTS:-}"
+	for h in "${all_hosts[@]}"; do
+		[[ -n $h ]] && ((${#hosts[@]} < TEMPEST_NODES)) && hosts+=("$h")
+	done
+	agent_nodes=${#hosts[@]}
+	((agent_nodes)) && sim_args+=(--node-uuids "$(IFS=,; echo "${hosts[*]}")")
+fi
+"$CORRAL_BIN" sim ironic "${sim_args[@]}" >"$TEMPEST_DIR/sim.url" 2>"$LOGDIR/sim.log" &
 pids+=($!)
 wait_line "$TEMPEST_DIR/sim.url" "${pids[-1]}" "the Ironic simulator (log: $LOGDIR/sim.log)"
 sim_url=$(head -n 1 "$TEMPEST_DIR/sim.url")
-log "Ironic simulator at $sim_url ($TEMPEST_NODES nodes of $RESOURCE_CLASS)"
+if ((neutron)); then
+	log "Ironic simulator at $sim_url ($TEMPEST_NODES nodes of $RESOURCE_CLASS, flat network interface, $TEMPEST_NODE_PORTS ports each; $agent_nodes with a Neutron agent)"
+else
+	log "Ironic simulator at $sim_url ($TEMPEST_NODES nodes of $RESOURCE_CLASS)"
+fi
 
 peer_token=tempest-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 cat >"$TEMPEST_DIR/corral.conf" <<EOF
@@ -206,6 +258,22 @@ sync_interval = 1s
 [glance]
 url = $GLANCE_URL
 EOF
+if ((neutron)); then
+	# corral's service user (docs/neutron.md, "A corral agent against it"): Neutron from the catalog.
+	cat >>"$TEMPEST_DIR/corral.conf" <<EOF
+
+[neutron]
+auth_type = password
+auth_url = $OS_AUTH_URL
+username = $CORRAL_SERVICE_USERNAME
+password = $CORRAL_SERVICE_PASSWORD
+project_name = $SERVICE_PROJECT
+user_domain_name = $OS_USER_DOMAIN_NAME
+project_domain_name = $OS_PROJECT_DOMAIN_NAME
+region_name = $NEUTRON_REGION
+valid_interfaces = public
+EOF
+fi
 chmod 600 "$TEMPEST_DIR/corral.conf"
 
 seed=127.0.0.$first_ip:$((http_port + 2))
@@ -218,7 +286,9 @@ for ((i = 0; i < TEMPEST_PEERS; i++)); do
 	"$CORRAL_BIN" "${args[@]}" >"$LOGDIR/$name.log" 2>&1 &
 	pids+=($!)
 done
-log "started $TEMPEST_PEERS corral agents on 127.0.0.$first_ip-$((first_ip + TEMPEST_PEERS - 1)) (logs: $LOGDIR)"
+with_neutron=
+((neutron)) && with_neutron=", with Neutron at $NEUTRON_URL"
+log "started $TEMPEST_PEERS corral agents on 127.0.0.$first_ip-$((first_ip + TEMPEST_PEERS - 1))$with_neutron (logs: $LOGDIR)"
 
 # Ready: the catalog's compute endpoint answers, every peer's compute service is up and the
 # nodes are hypervisors; then the flavors and images tempest.conf names.
@@ -238,6 +308,17 @@ max_microversion=$(prep MAX_MICROVERSION)
 log "corral ready: compute API up to microversion $max_microversion, flavors $(prep FLAVOR_REF) $(prep FLAVOR_REF_ALT), images $(prep IMAGE_REF) $(prep IMAGE_REF_ALT)"
 
 # --- tempest.conf ------------------------------------------------------------------------------
+# With Neutron: every project's servers on its shared provider network (no isolated networks:
+# the test Neutron has no router plugin), and os-interface on (Nova's Ironic driver attaches a
+# port as a VIF of the node). docs/tempest.md says why for each.
+fixed_network=
+interface_attach=false
+neutron_on=false
+if ((neutron)); then
+	fixed_network=$NEUTRON_PROVIDER_NETWORK
+	interface_attach=true
+	neutron_on=true
+fi
 # Each switch of [compute-feature-enabled] is one Nova's own Ironic jobs set (devstack's lib/tempest
 # for VIRT_DRIVER=ironic, Ironic's devstack plugin); docs/tempest.md says why for each.
 cat >"$WS/etc/tempest.conf" <<EOF
@@ -276,8 +357,8 @@ flavor_ref = $(prep FLAVOR_REF)
 flavor_ref_alt = $(prep FLAVOR_REF_ALT)
 # Tempest tests every microversion corral announces (GET /compute/v2.1: "version").
 max_microversion = $max_microversion
-# No Neutron yet: servers are created without a network.
-fixed_network_name =
+# With Neutron, its shared provider network; without, servers are created without a network.
+fixed_network_name = $fixed_network
 build_timeout = 120
 build_interval = 1
 # Every peer is a nova-compute host (os-services), and server groups are over hosts.
@@ -287,7 +368,7 @@ min_compute_nodes = $TEMPEST_PEERS
 # devstack's lib/tempest for VIRT_DRIVER=ironic, as Nova's Ironic jobs run it.
 change_password = false
 console_output = false
-interface_attach = false
+interface_attach = $interface_attach
 live_migration = false
 pause = false
 rescue = false
@@ -311,11 +392,26 @@ run_validation = false
 [service_available]
 nova = true
 glance = true
-neutron = false
+neutron = $neutron_on
 cinder = false
 swift = false
 horizon = false
 EOF
+if ((neutron)); then
+	# The test Neutron has no L3 (no router plugin: no floating IP, no public network).
+	cat >>"$WS/etc/tempest.conf" <<EOF
+
+[network]
+region = $NEUTRON_REGION
+endpoint_type = publicURL
+public_network_id =
+floating_network_name =
+project_networks_reachable = false
+
+[network-feature-enabled]
+floating_ips = false
+EOF
+fi
 if [[ -n $TEMPEST_CONF_EXTRA ]]; then
 	log "appending TEMPEST_CONF_EXTRA to tempest.conf (a diagnostic run: the switches differ from docs/tempest.md)"
 	printf '\n# TEMPEST_CONF_EXTRA\n%s\n' "$TEMPEST_CONF_EXTRA" >>"$WS/etc/tempest.conf"

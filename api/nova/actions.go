@@ -98,6 +98,10 @@ func (h *Handlers) ServerAction(c echo.Context) error {
 			return h.resetState(c, v, raw) // admin_actions.go
 		case "restore":
 			return restore(v)
+		case "addSecurityGroup", "removeSecurityGroup":
+			if h.networks != nil {
+				return h.securityGroupAction(c, v, name, raw) // security_groups.go
+			}
 		}
 		return core.BadRequest("There is no such action: %s", name)
 	}

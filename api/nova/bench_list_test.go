@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
 // storeCluster is a core.Cluster over a bare store: reads only.
@@ -105,12 +106,16 @@ func listStore(b *testing.B, size listSize) *listState {
 // deleted. Each is measured twice in the same run: "index", the handler
 // as it is (pages from the store's indexes), and "sort", the reference
 // the differential test holds it to (sorts every server the state holds,
-// as the handler did before the indexes).
+// as the handler did before the indexes). With CORRAL_BENCH=1 the ratio
+// of the two for the default order with the deleted servers is a row of
+// make bench's table (testkit/benchrow); CORRAL_BENCH_SIZE=small keeps the
+// smaller sizes.
 func BenchmarkServerList(b *testing.B) {
 	live, deleted := 1_000, 10_000
-	if os.Getenv("CORRAL_BENCH") == "1" {
+	if os.Getenv("CORRAL_BENCH") == "1" && benchrow.Size(b) == benchrow.Full {
 		live, deleted = 10_000, 100_000
 	}
+	perList := map[string]time.Duration{} // sub-benchmark → CPU (else wall) per list
 	admin := core.Caller{Role: core.RoleAdmin, Static: true}
 	member := core.Caller{Role: core.RoleMember, Project: "project-3", User: "u"}
 	for _, d := range []int{0, deleted} {
@@ -148,14 +153,28 @@ func BenchmarkServerList(b *testing.B) {
 							b.Fatalf("%s: %v %d %s", target, err, rec.Code, rec.Body)
 						}
 					}
+					perList[b.Name()] = b.Elapsed() / time.Duration(b.N)
 					if now := processCPU(); now > 0 {
 						// The process's CPU per list (the garbage collector's
 						// included): on a shared machine it varies less than
 						// the wall time.
 						b.ReportMetric(float64((now-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+						perList[b.Name()] = (now - cpu) / time.Duration(b.N)
 					}
 				})
 			}
 		}
+	}
+	if os.Getenv("CORRAL_BENCH") == "1" {
+		// make bench's row: the default order, every project, with the
+		// deleted servers retained.
+		name := fmt.Sprintf("%s/live=%d/deleted=%d/default/", b.Name(), live, deleted)
+		index, sort := perList[name+"index"], perList[name+"sort"]
+		if index <= 0 || sort <= 0 {
+			b.Fatalf("no measure of %sindex or %ssort: %v", name, name, perList)
+		}
+		benchrow.Emit(b, benchrow.Row{Row: "server-list-index-per-sort", Value: index.Seconds() / sort.Seconds(), Unit: "× sort",
+			Scale: fmt.Sprintf("%d live + %d deleted, first page of 1,000: %s → %s per list", live, deleted,
+				sort.Round(100*time.Microsecond), index.Round(100*time.Microsecond))})
 	}
 }

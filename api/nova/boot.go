@@ -92,8 +92,11 @@ func (h *Handlers) checkBoot(c echo.Context, in *serverCreateIn) (string, error)
 			}
 		}
 	}
-	if err := checkSecurityGroups(in.SecurityGroups); err != nil {
-		return "", err
+	if h.networks == nil {
+		// With [neutron] the groups are Neutron's (security_groups.go).
+		if err := checkSecurityGroups(in.SecurityGroups); err != nil {
+			return "", err
+		}
 	}
 	for _, f := range []struct {
 		name string

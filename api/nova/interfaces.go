@@ -170,7 +170,7 @@ func (h *Handlers) AttachInterface(c echo.Context) error {
 	if err := h.checkInterface(c, v, cmd); err != nil {
 		return err
 	}
-	if !h.interfacesKnown() {
+	if !h.known(interfaceCommands...) {
 		return notYet("An interface attach")
 	}
 	if err := h.st.ProposeAndRead(c, cmd); err != nil {
@@ -245,7 +245,7 @@ func (h *Handlers) DetachInterface(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !h.interfacesKnown() {
+	if !h.known(interfaceCommands...) {
 		return notYet("An interface detach")
 	}
 	cmd := &fsm.RequestInterfaceAction{ID: v.ID, Kind: fsm.ActionDetachInterface, PortID: c.Param("port_id"),
@@ -254,15 +254,6 @@ func (h *Handlers) DetachInterface(c echo.Context) error {
 		return interfaceConflict(err, v.ID)
 	}
 	return c.NoContent(http.StatusAccepted)
-}
-
-func (h *Handlers) interfacesKnown() bool {
-	for _, t := range interfaceCommands {
-		if !h.known(t) {
-			return false
-		}
-	}
-	return true
 }
 
 // interfaceConflict maps the fsm's refusal of an interface request to

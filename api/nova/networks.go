@@ -25,6 +25,8 @@ type NetworkService interface {
 	// the shared ones.
 	NetworksFor(ctx context.Context, project string) ([]neutron.Network, error)
 	Ports(ctx context.Context, f neutron.PortFilter) ([]neutron.Port, error)
+	// SecurityGroups lists security groups (of any project).
+	SecurityGroups(ctx context.Context, f neutron.SecurityGroupFilter) ([]neutron.SecurityGroup, error)
 }
 
 var _ NetworkService = (*neutron.Client)(nil)

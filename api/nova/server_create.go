@@ -94,6 +94,18 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if nets, err = h.checkNetworks(c, nets, form); err != nil { // networks.go
 		return err
 	}
+	groups, err := h.bootSecurityGroups(c, in.SecurityGroups, cl.Project) // security_groups.go
+	if err != nil {
+		return err
+	}
+	var groupNames []string
+	if h.networks != nil {
+		for _, sg := range in.SecurityGroups {
+			if sg.Name != nil && *sg.Name != "" {
+				groupNames = append(groupNames, *sg.Name)
+			}
+		}
+	}
 	if im != nil {
 		f, ok, err := h.bootFlavor(c, flavorID) // images.go
 		if err != nil {
@@ -122,7 +134,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 		return err
 	}
 	tmpl := fsm.CreateServer{Group: group, Name: *in.Name, FlavorID: flavorID, ImageRef: image, Networks: nets, Metadata: in.Metadata,
-		ProjectID: cl.Project, UserID: cl.User, KeyName: keyName, UserData: in.UserData}
+		ProjectID: cl.Project, UserID: cl.User, KeyName: keyName, UserData: in.UserData, SecurityGroups: groups}
 	fields := fsm.ServerFields{Description: in.Description, Tags: in.Tags}
 	if in.AccessIPv4 != nil {
 		fields.AccessIPv4 = *in.AccessIPv4
@@ -145,7 +157,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 		if err := h.st.Propose(c, &cmd); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, cmd.ID, diskConfig, "")})
+		return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, cmd.ID, diskConfig, "", groupNames)})
 	}
 	set := fsm.ServerSet{ReservationID: newReservationID(), MinCount: minCount, Server: tmpl, Fields: fields,
 		Members: make([]fsm.SetMember, maxCount), AdminPass: pass}
@@ -162,7 +174,7 @@ func (h *Handlers) CreateServer(c echo.Context) error {
 	if returnReservation {
 		return c.JSON(http.StatusAccepted, map[string]any{"reservation_id": set.ReservationID})
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, h.firstServer(set), diskConfig, h.shownPassword(pass))})
+	return c.JSON(http.StatusAccepted, map[string]any{"server": createdServer(c, h.firstServer(set), diskConfig, h.shownPassword(pass), groupNames)})
 }
 
 // ctxBootState marks a request whose read barrier bootState took.

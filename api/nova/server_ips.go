@@ -15,7 +15,7 @@ func (h *Handlers) ListServerIPs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"addresses": serverAddresses(v, h.st.Store().ServerNet(v.ID))})
+	return c.JSON(http.StatusOK, map[string]any{"addresses": serverAddresses(v, h.st.Store().ServerNet(v.ID), false)})
 }
 
 // GetServerIPs is GET /servers/{id}/ips/{network}: the addresses of one
@@ -26,7 +26,7 @@ func (h *Handlers) GetServerIPs(c echo.Context) error {
 		return err
 	}
 	network := c.Param("network")
-	addrs, ok := serverAddresses(v, h.st.Store().ServerNet(v.ID))[network]
+	addrs, ok := serverAddresses(v, h.st.Store().ServerNet(v.ID), false)[network]
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "Instance is not a member of specified network")
 	}

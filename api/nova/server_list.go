@@ -98,7 +98,7 @@ func tagList(q url.Values, name string) []string {
 // serverAddrs are the server's fixed addresses of one IP version.
 func serverAddrs(v fsm.Server, net fsm.ServerNet, version int) []string {
 	var out []string
-	for _, addrs := range serverAddresses(v, net) {
+	for _, addrs := range serverAddresses(v, net, false) {
 		for _, a := range addrs {
 			if m, ok := a.(map[string]any); ok && m["version"] == version {
 				out = append(out, fmt.Sprint(m["addr"]))

@@ -22,11 +22,19 @@ type commandKnower interface {
 	CommandKnown(fsm.CommandType) bool
 }
 
-// known reports whether the commands of type t may be proposed: every
-// live peer applies them.
-func (h *Handlers) known(t fsm.CommandType) bool {
+// known reports whether the commands of every type ts may be proposed:
+// every live peer applies them.
+func (h *Handlers) known(ts ...fsm.CommandType) bool {
 	k, ok := h.st.Cluster.(commandKnower)
-	return ok && k.CommandKnown(t)
+	if !ok {
+		return false
+	}
+	for _, t := range ts {
+		if !k.CommandKnown(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // notYet is the answer to a field the cluster cannot keep until every

@@ -43,6 +43,12 @@ type serverItem struct {
 	diskConfig, adminPass string
 	// net is the server's Neutron ports (none in brief views).
 	net fsm.ServerNet
+	// in is the view rendered.
+	in view
+	// neutron: corral has [neutron] (the security groups are Neutron's);
+	// bootGroups are the names a create asked for.
+	neutron    bool
+	bootGroups []string
 }
 
 // Sets of server views, for the table.
@@ -66,8 +72,8 @@ var serverTable = &table[serverItem]{
 		{name: "links", in: serverFull | serverBrief | serverCreate, value: func(s serverItem) any { return serverLinks(s.c, s.v.ID) }},
 		{name: "OS-DCF:diskConfig", in: serverFull | serverCreate, value: diskConfigOf},
 		{name: "adminPass", in: serverCreate | serverRebuild, when: "with a password (enable_instance_password)", value: adminPassOf},
-		{name: "security_groups", in: serverRead | serverCreate, value: defaultSecurityGroups},
-		{name: "security_groups", since: v2(75), in: serverAll75, value: defaultSecurityGroups},
+		{name: "security_groups", in: serverRead | serverCreate, when: "with [neutron], when its ports have groups", value: securityGroupsField},
+		{name: "security_groups", since: v2(75), in: serverAll75, when: "with [neutron], when its ports have groups", value: securityGroupsField},
 
 		{name: "status", in: serverFull, value: func(s serverItem) any { return s.status }},
 		{name: "tenant_id", in: serverFull, value: func(s serverItem) any { return s.v.Project() }},
@@ -77,7 +83,11 @@ var serverTable = &table[serverItem]{
 		{name: "hostId", in: serverFull, value: func(s serverItem) any { return hostID(s.v) }},
 		{name: "accessIPv4", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv4 }},
 		{name: "accessIPv6", in: serverFull, value: func(s serverItem) any { return s.v.AccessIPv6 }},
-		{name: "addresses", in: serverFull, value: func(s serverItem) any { return serverAddresses(s.v, s.net) }},
+		{name: "addresses", in: serverFull, value: func(s serverItem) any {
+			// Nova's update and rebuild answers extend the addresses
+			// only from 2.75, when they became a GET's view.
+			return serverAddresses(s.v, s.net, s.in&serverAll75 == 0 || mvAtLeast(s.c, 2, 75))
+		}},
 		{name: "metadata", in: serverFull, value: func(s serverItem) any { return orEmpty(s.v.Metadata) }},
 		{name: "image", in: serverFull, value: func(s serverItem) any { return serverImage(s.c, s.v) }},
 		{name: "flavor", until: v2(46), in: serverFull, value: func(s serverItem) any { return flavorRef(s.c, s.v.Flavor) }},
@@ -168,7 +178,7 @@ func (h *Handlers) serverView(c echo.Context, in view, v fsm.Server) map[string]
 // serverViewPass is serverView with the adminPass a rebuild answers.
 func (h *Handlers) serverViewPass(c echo.Context, in view, v fsm.Server, adminPass string) map[string]any {
 	it := serverItem{c: c, v: v, status: serverStatus(v), admin: core.CallerOf(c).SeesEveryProject(), adminPass: adminPass,
-		group: h.st.Store().GroupOf(v.ID), net: h.st.Store().ServerNet(v.ID)}
+		group: h.st.Store().GroupOf(v.ID), net: h.st.Store().ServerNet(v.ID), in: in, neutron: h.networks != nil}
 	if v.Host != "" {
 		if host, err := h.st.Store().Host(v.Host); err == nil {
 			it.host = host
@@ -182,9 +192,11 @@ func briefServer(c echo.Context, v fsm.Server) map[string]any {
 	return serverTable.render(c, serverBrief, serverItem{c: c, v: v})
 }
 
-// createdServer is the answer to POST /servers.
-func createdServer(c echo.Context, id, diskConfig, adminPass string) map[string]any {
-	return serverTable.render(c, serverCreate, serverItem{c: c, v: fsm.Server{ID: id}, diskConfig: diskConfig, adminPass: adminPass})
+// createdServer is the answer to POST /servers; groups are the security
+// group names the boot asked for, with [neutron] (nil: "default").
+func createdServer(c echo.Context, id, diskConfig, adminPass string, groups []string) map[string]any {
+	return serverTable.render(c, serverCreate, serverItem{c: c, v: fsm.Server{ID: id}, diskConfig: diskConfig, adminPass: adminPass,
+		in: serverCreate, bootGroups: groups})
 }
 
 func diskConfigOf(s serverItem) any {
@@ -287,11 +299,15 @@ func hostStatus(s serverItem) any {
 
 // serverAddresses are the server's addresses, Nova's shape: with Neutron
 // ports recorded (fsm.ServerNet), each port's fixed addresses under its
-// network's name, with their version, type and the port's MAC; without
-// (no [neutron], or before the owner created the ports), the requested
-// networks by uuid (or port), without addresses.
-func serverAddresses(v fsm.Server, net fsm.ServerNet) map[string][]any {
+// network's name, with their version and, extended, their type and the
+// port's MAC; without (no [neutron]), the requested networks by uuid (or
+// port), without addresses. A server being built shows none, as Nova
+// hides them while building.
+func serverAddresses(v fsm.Server, net fsm.ServerNet, extended bool) map[string][]any {
 	out := map[string][]any{}
+	if v.Status == fsm.StatusBuild {
+		return out
+	}
 	if len(net.Ports) > 0 {
 		for _, p := range net.Ports {
 			key := p.NetworkName
@@ -303,8 +319,11 @@ func serverAddresses(v fsm.Server, net fsm.ServerNet) map[string][]any {
 				list = []any{}
 			}
 			for _, ip := range p.FixedIPs {
-				list = append(list, map[string]any{"addr": ip.Address, "version": ip.Version,
-					"OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MAC})
+				a := map[string]any{"addr": ip.Address, "version": ip.Version}
+				if extended {
+					a["OS-EXT-IPS:type"], a["OS-EXT-IPS-MAC:mac_addr"] = "fixed", p.MAC
+				}
+				list = append(list, a)
 			}
 			out[key] = list
 		}
@@ -329,6 +348,23 @@ func serverImage(c echo.Context, v fsm.Server) any {
 
 func defaultSecurityGroups(serverItem) any {
 	return []map[string]string{{"name": defaultSecurityGroup}}
+}
+
+// securityGroupsField is the security_groups of a view: a create's
+// answer repeats the groups the request asked for ("default" when none),
+// as Nova's; the other views show the server's (security_groups.go).
+func securityGroupsField(s serverItem) any {
+	if s.in != serverCreate {
+		return serverSecurityGroups(s)
+	}
+	if len(s.bootGroups) == 0 {
+		return defaultSecurityGroups(s)
+	}
+	out := make([]map[string]string, 0, len(s.bootGroups))
+	for _, g := range s.bootGroups {
+		out = append(out, map[string]string{"name": g})
+	}
+	return out
 }
 
 // defaultSecurityGroup is the one security group of every server.

@@ -38,6 +38,9 @@ type Ports interface {
 	// port off it.
 	EnsureInterface(ctx context.Context, h *compute.Handle, s fsm.Server, req fsm.InterfaceRequest, host string) (string, error)
 	ReleaseInterface(ctx context.Context, h *compute.Handle, s fsm.Server, id string) error
+	// ChangeSecurityGroups carries out the server's security group
+	// request on its ports.
+	ChangeSecurityGroups(ctx context.Context, h *compute.Handle, s fsm.Server, req fsm.SecurityGroupRequest) (compute.SecurityGroupOutcome, error)
 }
 
 // Config configures the driver.
@@ -186,4 +189,14 @@ func (d *Driver) DetachInterface(ctx context.Context, h *compute.Handle, s fsm.S
 		d.vms[s.ID] = r
 	}
 	return nil
+}
+
+var _ compute.SecurityGroupActor = (*Driver)(nil)
+
+// ChangeSecurityGroups changes the security groups of a VM's ports.
+func (d *Driver) ChangeSecurityGroups(ctx context.Context, h *compute.Handle, s fsm.Server, req fsm.SecurityGroupRequest) (compute.SecurityGroupOutcome, error) {
+	if d.ports == nil {
+		return compute.SecurityGroupOutcome{Code: 400, Fault: "Network driver does not support this function."}, nil
+	}
+	return d.ports.ChangeSecurityGroups(ctx, h, s, req)
 }

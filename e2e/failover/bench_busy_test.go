@@ -39,7 +39,7 @@ func TestBusyMachineBenchmark(t *testing.T) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		t.Skip("benchmark: set CORRAL_BENCH=1 to run it")
 	}
-	o := benchOptionsFromEnv()
+	o := benchOptionsFromEnv(t) // its A/B settings only
 	hosts, busy, window := 3, 2, 2*time.Minute
 	if v, err := strconv.Atoi(os.Getenv("CORRAL_BENCH_HOSTS")); err == nil && v >= 3 {
 		hosts = v

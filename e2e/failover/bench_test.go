@@ -15,10 +15,13 @@ import (
 
 	"github.com/corral-dev/corral/e2e"
 	"github.com/corral-dev/corral/ironic/sim"
+	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
 // TestFailoverBenchmark measures failover on real processes; it is not a
-// timed test and runs only with CORRAL_BENCH=1:
+// timed test and runs only with CORRAL_BENCH=1 (make bench-failover; its
+// p99s and false reassignments are rows of make bench's table,
+// testkit/benchrow):
 //
 //	CORRAL_BENCH=1 go test -v -count=1 -timeout 60m -run TestFailoverBenchmark ./e2e/failover/
 //
@@ -33,6 +36,11 @@ import (
 // packet loss, CORRAL_BENCH_STARVE (default 30s) how long one peer is
 // CPU-starved and CORRAL_BENCH_STARVE_PERCENT (default 5; a comma-separated
 // list runs each in turn) the share of one CPU it gets meanwhile.
+//
+// CORRAL_BENCH_SIZE=small (make bench): 3 runs of each fault, quiet
+// windows of 5 s and (under loss) 10 s, 10 s of starvation, no leader
+// SIGTERM and no host kills under loss; the variables above still
+// override it.
 //
 // Same-run comparison: CORRAL_BENCH_B_ENV and/or CORRAL_BENCH_B_BIN start a
 // second cluster B (other addresses) beside A, with those settings and that
@@ -65,7 +73,7 @@ func TestFailoverBenchmark(t *testing.T) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		t.Skip("benchmark: set CORRAL_BENCH=1 to run it")
 	}
-	o := benchOptionsFromEnv()
+	o := benchOptionsFromEnv(t)
 	clusters := o.start(t)
 
 	// No fault.
@@ -150,22 +158,32 @@ func TestFailoverBenchmark(t *testing.T) {
 	for _, c := range clusters {
 		c.report(t, o)
 	}
+	clusters[0].emitRows(t, o) // make bench's rows: cluster A's
 }
 
 // benchOptions are the benchmark's settings (see TestFailoverBenchmark).
 type benchOptions struct {
 	runs                        int
+	lossRuns                    int // host kills under loss
 	quiet, lossQuiet, starveFor time.Duration
 	starvePct                   []int
 	rows                        map[string]bool
 	envA, envB                  []string
 	binB                        string
 	compare                     bool
+	size                        string // CORRAL_BENCH_SIZE
 }
 
-func benchOptionsFromEnv() benchOptions {
+func benchOptionsFromEnv(t *testing.T) benchOptions {
 	o := benchOptions{runs: 10, quiet: 30 * time.Second, lossQuiet: 60 * time.Second, starveFor: 30 * time.Second,
-		rows: map[string]bool{}}
+		rows: map[string]bool{}, size: benchrow.Size(t)}
+	if o.size == benchrow.Small {
+		o.runs, o.quiet, o.lossQuiet, o.starveFor = 3, 5*time.Second, 10*time.Second, 10*time.Second
+	}
+	o.lossRuns = o.runs
+	if o.size == benchrow.Small {
+		o.lossRuns = 0 // the kills under loss have no goal of make bench's
+	}
 	if v, err := strconv.Atoi(os.Getenv("CORRAL_BENCH_RUNS")); err == nil && v > 0 {
 		o.runs = v
 	}
@@ -190,7 +208,7 @@ func benchOptionsFromEnv() benchOptions {
 	}
 	if len(o.rows) == 0 {
 		for _, r := range []string{"kill", "leader", "stop", "pause", "partition", "loss", "starve"} {
-			o.rows[r] = true
+			o.rows[r] = o.size != benchrow.Small || r != "stop" // the leader's SIGTERM has no goal of make bench's
 		}
 	}
 	o.envA, o.envB = list(os.Getenv("CORRAL_BENCH_ENV")), list(os.Getenv("CORRAL_BENCH_B_ENV"))
@@ -220,6 +238,11 @@ type benchCluster struct {
 	loads          []float64 // the 1-minute load average before each run
 	lines          []string
 	lastRow        string
+	// moved counts the servers moved in the windows without a death, by
+	// make bench row (loss-, starve-false-reassignments); skipped says
+	// why a row could not be measured.
+	moved   map[string]int
+	skipped map[string]string
 }
 
 func (c *benchCluster) add(row string, d time.Duration) {
@@ -284,7 +307,8 @@ func (o benchOptions) start(t *testing.T) []*benchCluster {
 		if name == "B" {
 			bin, env = o.binB, o.envB
 		}
-		c := &benchCluster{name: name, settings: settings(bin, env), samples: map[string][]time.Duration{}}
+		c := &benchCluster{name: name, settings: settings(bin, env), samples: map[string][]time.Duration{},
+			moved: map[string]int{}, skipped: map[string]string{}}
 		var cgName string
 		if o.compare {
 			cgName = name

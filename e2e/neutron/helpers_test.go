@@ -93,7 +93,9 @@ func start(t *testing.T, nodes int) *fixture {
 		"CORRAL_KEYSTONE_AUTHTOKEN_AUTH_URL=" + env.AuthURL(), "CORRAL_KEYSTONE_AUTHTOKEN_TOKEN_CACHE_TIME=60",
 		"CORRAL_IRONIC_AUTH_TYPE=password", "CORRAL_IRONIC_AUTH_URL=" + env.AuthURL(),
 		"CORRAL_NEUTRON_AUTH_TYPE=password", "CORRAL_NEUTRON_AUTH_URL=" + env.AuthURL(),
-		"CORRAL_NEUTRON_REGION_NAME=" + env.Region(), "CORRAL_NEUTRON_VALID_INTERFACES=public"}
+		"CORRAL_NEUTRON_REGION_NAME=" + env.Region(), "CORRAL_NEUTRON_VALID_INTERFACES=public",
+		// The leader's port reaper at its shortest grace (testConcurrent).
+		"CORRAL_NEUTRON_PORT_REAP_GRACE=1m", "CORRAL_NEUTRON_PORT_REAP_INTERVAL=5s"}
 	for _, kv := range auth {
 		agentEnv = append(agentEnv, "CORRAL_KEYSTONE_AUTHTOKEN_"+kv, "CORRAL_IRONIC_"+kv, "CORRAL_NEUTRON_"+kv)
 	}

@@ -72,3 +72,15 @@ func (d *Driver) DetachInterface(ctx context.Context, h *compute.Handle, s fsm.S
 	}
 	return d.ports.ReleaseInterface(ctx, h, s, req.PortID)
 }
+
+var _ compute.SecurityGroupActor = (*Driver)(nil)
+
+// ChangeSecurityGroups changes the security groups of a bare-metal
+// server's ports: Neutron's alone (Ironic's flat and neutron network
+// interfaces leave them to Neutron's mechanism drivers).
+func (d *Driver) ChangeSecurityGroups(ctx context.Context, h *compute.Handle, s fsm.Server, req fsm.SecurityGroupRequest) (compute.SecurityGroupOutcome, error) {
+	if d.ports == nil {
+		return compute.SecurityGroupOutcome{Code: 400, Fault: "Network driver does not support this function."}, nil
+	}
+	return d.ports.ChangeSecurityGroups(ctx, h, s, req)
+}

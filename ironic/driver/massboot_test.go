@@ -25,6 +25,7 @@ import (
 	"github.com/corral-dev/corral/ironic/mirror"
 	"github.com/corral-dev/corral/ironic/sim"
 	"github.com/corral-dev/corral/testkit"
+	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
 // TestMassBootBenchmark boots many servers at once on an in-process
@@ -46,19 +47,23 @@ import (
 // Two diagnostics: CORRAL_BENCH_MASS_NO_OWNERS=1 runs no compute manager,
 // so only the boots' acceptance (the leader's decisions) is measured;
 // CORRAL_BENCH_MASS_INMEM=1 keeps the raft log in memory (no fsync).
+// Wall ÷ deploy time at the largest count is a row of make bench's table
+// (testkit/benchrow); CORRAL_BENCH_SIZE=small: 1,000 boots with 10 s
+// deploys, none with poll.
 func TestMassBootBenchmark(t *testing.T) {
 	if os.Getenv("CORRAL_BENCH") != "1" {
 		t.Skip("set CORRAL_BENCH=1 to run the mass boot benchmark")
 	}
-	deploy := 30 * time.Second
+	size := benchrow.Size(t)
+	deploy := benchrow.Pick(size, 10*time.Second, 30*time.Second)
 	if v := os.Getenv("CORRAL_BENCH_MASS_DEPLOY"); v != "" {
 		var err error
 		if deploy, err = time.ParseDuration(v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	watchN := benchCounts(t, "CORRAL_BENCH_MASS_N", "100,300,1000")
-	pollN := benchCounts(t, "CORRAL_BENCH_MASS_POLL_N", "100")
+	watchN := benchCounts(t, "CORRAL_BENCH_MASS_N", benchrow.Pick(size, "1000", "100,300,1000"))
+	pollN := benchCounts(t, "CORRAL_BENCH_MASS_POLL_N", benchrow.Pick(size, "0", "100"))
 	var rows []massRow
 	for _, n := range watchN {
 		rows = append(rows, massBoot(t, n, deploy, driver.WaitWatch))
@@ -83,6 +88,17 @@ func TestMassBootBenchmark(t *testing.T) {
 	b.WriteString("  req/boot: every Ironic request of the three drivers from the first boot to the last ACTIVE, polling included,\n" +
 		"  divided by the boots; the leader's node sync (/v1/nodes/detail, every 5 s) is counted apart in \"sync req\".\n")
 	fmt.Print(b.String())
+	// make bench's row: the largest count waited for with watch.
+	if slices.ContainsFunc(rows, func(r massRow) bool { return r.mode == driver.WaitWatch }) {
+		last := rows[0]
+		for _, r := range rows {
+			if r.mode == driver.WaitWatch && r.n >= last.n {
+				last = r
+			}
+		}
+		benchrow.Emit(t, benchrow.Row{Row: "mass-boot-wall-per-deploy", Value: last.wall.Seconds() / deploy.Seconds(), Unit: "× deploy",
+			Goal: "<= 1.1", Scale: fmt.Sprintf("%d boots, %s deploys, in-process 3 peers", last.n, deploy)})
+	}
 }
 
 type massRow struct {

@@ -157,11 +157,13 @@ func TestNeutronPortsOfABootAndItsDelete(t *testing.T) {
 		t.Errorf("created port %+v, want project p1 on %s", made, netA)
 	}
 	rec := w.leader().Node.Store().ServerNet(id)
+	// Both in the project's default security group, Neutron's choice.
+	def := []fsm.SecurityGroupRef{{ID: "sg-default-p1", Name: "default"}}
 	want := []fsm.ServerPort{
 		{ID: made.ID, NetworkID: netA, NetworkName: "provider", MAC: "52:54:00:aa:00:01",
-			FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}}},
+			FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}}, SecurityGroups: def, GroupsKnown: true},
 		{ID: mine.ID, NetworkID: netA, NetworkName: "provider", MAC: "52:54:00:aa:00:02",
-			FixedIPs: []fsm.PortIP{{Address: mine.FixedIPs[0].IPAddress, Version: 4}}, User: true},
+			FixedIPs: []fsm.PortIP{{Address: mine.FixedIPs[0].IPAddress, Version: 4}}, User: true, SecurityGroups: def, GroupsKnown: true},
 	}
 	if fmt.Sprint(rec.Ports) != fmt.Sprint(want) {
 		t.Fatalf("recorded ports\n %+v\nwant\n %+v", rec.Ports, want)

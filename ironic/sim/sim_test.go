@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -340,5 +341,69 @@ func TestBackfillAndVIFRecording(t *testing.T) {
 	}
 	if v := s.Nodes()[0].VIFs; len(v) != 1 || v[0] != "vif-1" {
 		t.Fatalf("recorded vifs %v", v)
+	}
+}
+
+// SeedWiredNodes enrolls nodes of a network interface with physical
+// ports of distinct MACs: each VIF takes a free port, one beyond them is
+// refused, as Ironic's flat interface does.
+func TestSeedWiredNodes(t *testing.T) {
+	s, c := start(t, sim.Options{NetworkInterfaces: []string{"noop", "flat"}})
+	ids := s.SeedWiredNodes(3, "baremetal", "flat", 2)
+	if len(ids) != 3 {
+		t.Fatalf("seeded %d nodes", len(ids))
+	}
+	_, m, _ := c.do(http.MethodGet, "/v1/ports?detail=true", nil)
+	macs := map[string]bool{}
+	perNode := map[string]int{}
+	for _, p := range m["ports"].([]any) {
+		p := p.(map[string]any)
+		macs[p["address"].(string)] = true
+		perNode[p["node_uuid"].(string)]++
+	}
+	if len(macs) != 6 {
+		t.Fatalf("%d distinct MACs, want 6: %v", len(macs), macs)
+	}
+	for _, id := range ids {
+		if perNode[id] != 2 {
+			t.Fatalf("node %s has %d ports, want 2", id, perNode[id])
+		}
+		_, n, _ := c.do(http.MethodGet, "/v1/nodes/"+id, nil)
+		if n["network_interface"] != "flat" || n["resource_class"] != "baremetal" || n["provision_state"] != "available" {
+			t.Fatalf("node %s: %v", id, n)
+		}
+	}
+	for _, vif := range []string{"vif-1", "vif-2"} {
+		if code, m, _ := c.do(http.MethodPost, "/v1/nodes/"+ids[0]+"/vifs", map[string]any{"id": vif}); code != http.StatusNoContent {
+			t.Fatalf("attach %s: %d %v", vif, code, m)
+		}
+	}
+	if code, m, _ := c.do(http.MethodPost, "/v1/nodes/"+ids[0]+"/vifs", map[string]any{"id": "vif-3"}); code != http.StatusBadRequest {
+		t.Fatalf("a third VIF on two ports: %d %v", code, m)
+	}
+	// Another batch gets other MACs.
+	s.SeedWiredNodes(1, "baremetal", "flat", 2)
+	if _, m, _ = c.do(http.MethodGet, "/v1/ports", nil); len(m["ports"].([]any)) != 8 {
+		t.Fatalf("after a second batch: %v", m)
+	}
+}
+
+// SeedWiredNodesAs gives the first nodes the UUIDs asked for (as Ironic
+// keeps them, lower-case), the rest random ones, each node its own ports.
+func TestSeedWiredNodesAs(t *testing.T) {
+	s, c := start(t, sim.Options{NetworkInterfaces: []string{"noop", "flat"}})
+	want := []string{"6FAE68DA-108B-4A9D-87C4-0000000000A1", "6fae68da-108b-4a9d-87c4-0000000000a2"}
+	ids := s.SeedWiredNodesAs(want, 3, "baremetal", "flat", 1)
+	if len(ids) != 3 || ids[0] != strings.ToLower(want[0]) || ids[1] != want[1] || ids[2] == "" || slices.Contains(want, ids[2]) {
+		t.Fatalf("seeded %v, want %v then a random one", ids, want)
+	}
+	for _, id := range ids {
+		_, n, _ := c.do(http.MethodGet, "/v1/nodes/"+id, nil)
+		if n["uuid"] != id || n["network_interface"] != "flat" {
+			t.Fatalf("node %s: %v", id, n)
+		}
+	}
+	if _, m, _ := c.do(http.MethodGet, "/v1/ports", nil); len(m["ports"].([]any)) != 3 {
+		t.Fatalf("ports %v, want one per node", m)
 	}
 }

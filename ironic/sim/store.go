@@ -347,18 +347,57 @@ func (s *Server) Seed(specs []NodeSpec) []string {
 }
 
 // SeedNodes enrolls n ready nodes (available, power off) of resourceClass with the given traits,
-// named "<prefix>-<i>" where prefix is resourceClass lowered with '_' replaced by '-'.
+// named "<prefix>-<i>" (the first i not taken) where prefix is resourceClass lowered with '_' replaced by '-'.
 func (s *Server) SeedNodes(n int, resourceClass string, traits ...string) []string {
+	return s.SeedWiredNodes(n, resourceClass, "", 0, traits...)
+}
+
+// SeedWiredNodes is SeedNodes for nodes of the network interface iface ("" or noop, flat,
+// neutron) with ports physical ports (NICs) each, of MACs no other port of the simulator has:
+// with flat or neutron each VIF takes a free one, as in Ironic.
+func (s *Server) SeedWiredNodes(n int, resourceClass, iface string, ports int, traits ...string) []string {
+	return s.SeedWiredNodesAs(nil, n, resourceClass, iface, ports, traits...)
+}
+
+// SeedWiredNodesAs is SeedWiredNodes with uuids for the first nodes (at most n; the rest
+// random), e.g. the hosts a Neutron has a "Baremetal Node" agent for, so that it binds their
+// ports. It panics on a UUID a node has, as Seed does.
+func (s *Server) SeedWiredNodesAs(uuids []string, n int, resourceClass, iface string, ports int, traits ...string) []string {
 	prefix := strings.ToLower(strings.ReplaceAll(resourceClass, "_", "-"))
 	if prefix == "" {
 		prefix = "node"
 	}
+	s.mu.Lock()
+	macs := s.freeMACs(n * ports)
+	names := make([]string, 0, n)
+	for i := 0; len(names) < n; i++ {
+		if name := fmt.Sprintf("%s-%d", prefix, i); s.nodes.byName[name] == nil {
+			names = append(names, name)
+		}
+	}
+	s.mu.Unlock()
 	specs := make([]NodeSpec, n)
 	for i := range specs {
-		specs[i] = NodeSpec{Name: fmt.Sprintf("%s-%d", prefix, i), ResourceClass: resourceClass, Traits: traits,
-			Properties: map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100, "cpu_arch": "x86_64"}}
+		specs[i] = NodeSpec{Name: names[i], ResourceClass: resourceClass, Traits: traits,
+			Properties:       map[string]any{"cpus": 8, "memory_mb": 16384, "local_gb": 100, "cpu_arch": "x86_64"},
+			NetworkInterface: iface, MACs: macs[i*ports : (i+1)*ports]}
+		if i < len(uuids) {
+			specs[i].UUID = uuids[i]
+		}
 	}
 	return s.Seed(specs)
+}
+
+// freeMACs returns n locally administered MACs (52:54:00:..) no port has. s.mu is held.
+func (s *Server) freeMACs(n int) []string {
+	out := make([]string, 0, n)
+	for i := 0; len(out) < n; i++ {
+		mac := fmt.Sprintf("52:54:00:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff)
+		if s.ports.byMAC[mac] == nil {
+			out = append(out, mac)
+		}
+	}
+	return out
 }
 
 func newNode(id int64, uuid, name, driver string) *node {

@@ -9,6 +9,7 @@ package neutrontest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -25,6 +26,7 @@ type Neutron struct {
 	networks map[string]neutron.Network
 	cidrs    map[string]netip.Prefix // network → the prefix of its one subnet
 	ports    map[string]neutron.Port
+	groups   map[string]neutron.SecurityGroup
 	next     int
 	creates  int
 	macs     int
@@ -37,8 +39,16 @@ type Neutron struct {
 	// LateBy, when set, makes the first create (the one OnCreate runs at)
 	// fail and its port appear that much later.
 	LateBy time.Duration
+	// Slow, when set, makes every create as a busy Neutron does: received
+	// at once, its port made and answered Slow later, whether or not the
+	// caller still waits for the answer.
+	Slow     time.Duration
+	inFlight int // Slow creates received and not made yet
 	// Calls are the names of the port calls made, in order.
 	Calls []string
+	// failGroups (SetFailGroups) runs at each change of a port's
+	// security groups.
+	failGroups func(port string) error
 	// Binds, when set, binds every port given a host (binding:vif_type
 	// other), as a mechanism driver does that can (networking-baremetal
 	// with its agent for the node); without it the binding fails
@@ -51,6 +61,16 @@ type Neutron struct {
 	BindFault   BindFault
 	bindFaulted bool
 	hostUpdates int
+}
+
+// SetFailGroups makes fail run at each change of a port's security
+// groups, with the fake's lock held: an error it returns is the call's,
+// the change made when the error is neutron.ErrUnavailable (the answer
+// lost), not made otherwise (Neutron refused it). nil: no failure.
+func (f *Neutron) SetFailGroups(fail func(port string) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failGroups = fail
 }
 
 // BindFault is what befalls an update that gives a port a host.
@@ -101,7 +121,8 @@ func (f *Neutron) HostUpdates() int {
 // New returns a Neutron with the given networks. A network with a subnet
 // in n.Subnets gets 192.0.2.0/24 as its pool unless CIDR sets another.
 func New(nets ...neutron.Network) *Neutron {
-	f := &Neutron{networks: map[string]neutron.Network{}, cidrs: map[string]netip.Prefix{}, ports: map[string]neutron.Port{}}
+	f := &Neutron{networks: map[string]neutron.Network{}, cidrs: map[string]netip.Prefix{}, ports: map[string]neutron.Port{},
+		groups: map[string]neutron.SecurityGroup{}}
 	for _, n := range nets {
 		f.AddNetwork(n, netip.MustParsePrefix("192.0.2.0/24"))
 	}
@@ -177,6 +198,23 @@ func (f *Neutron) add(p neutron.PortCreate) (neutron.Port, error) {
 		HostID: p.HostID, Status: "DOWN", MACAddress: fmt.Sprintf("fa:16:3e:00:%02x:%02x", f.macs/256, f.macs%256)}
 	if p.MACAddress != "" {
 		port.MACAddress = p.MACAddress
+	}
+	yes := true
+	port.PortSecurityEnabled = &yes
+	if n, ok := f.networks[p.NetworkID]; ok && n.PortSecurityEnabled != nil && !*n.PortSecurityEnabled {
+		no := false
+		port.PortSecurityEnabled = &no
+	}
+	switch {
+	case len(p.SecurityGroups) > 0:
+		for _, g := range p.SecurityGroups {
+			if _, ok := f.groups[g]; !ok {
+				return neutron.Port{}, groupNotFound(g)
+			}
+		}
+		port.SecurityGroups = slices.Clone(p.SecurityGroups)
+	case *port.PortSecurityEnabled:
+		port.SecurityGroups = []string{f.defaultGroup(p.ProjectID)}
 	}
 	if port.VNICType == "" {
 		port.VNICType = neutron.VNICNormal
@@ -300,8 +338,34 @@ func (f *Neutron) SetMAC(id, mac string) error {
 }
 
 // CreatePort creates a port, as Neutron checks it.
-func (f *Neutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.Port, error) {
+func (f *Neutron) CreatePort(ctx context.Context, p neutron.PortCreate) (neutron.Port, error) {
+	if by, ok := neutron.SendBy(ctx); ok && !time.Now().Before(by) {
+		return neutron.Port{}, fmt.Errorf("creating a port: %w", neutron.ErrNotSent)
+	}
 	f.call("create")
+	if f.Slow > 0 {
+		type answer struct {
+			port neutron.Port
+			err  error
+		}
+		done := make(chan answer, 1)
+		f.mu.Lock()
+		f.inFlight++
+		f.mu.Unlock()
+		time.AfterFunc(f.Slow, func() {
+			port, err := f.create(p)
+			f.mu.Lock()
+			f.inFlight--
+			f.mu.Unlock()
+			done <- answer{port, err}
+		})
+		select {
+		case a := <-done:
+			return a.port, a.err
+		case <-ctx.Done():
+			return neutron.Port{}, fmt.Errorf("%w: no answer: %w", neutron.ErrUnavailable, ctx.Err())
+		}
+	}
 	late := false
 	if f.OnCreate != nil {
 		f.onceCreate.Do(func() { f.OnCreate(); late = f.LateBy > 0 })
@@ -317,6 +381,18 @@ func (f *Neutron) CreatePort(_ context.Context, p neutron.PortCreate) (neutron.P
 		})
 		return neutron.Port{}, fmt.Errorf("%w: no answer", neutron.ErrUnavailable)
 	}
+	return f.create(p)
+}
+
+// InFlight is how many Slow creates Neutron received and has not made yet.
+func (f *Neutron) InFlight() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight
+}
+
+// create makes the port of a create that reached Neutron.
+func (f *Neutron) create(p neutron.PortCreate) (neutron.Port, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.networks[p.NetworkID]; !ok {
@@ -384,6 +460,27 @@ func (f *Neutron) UpdatePort(_ context.Context, id string, u neutron.PortUpdate)
 	}
 	if u.Profile != nil {
 		p.Profile = u.Profile
+	}
+	if u.SecurityGroups != nil {
+		for _, g := range *u.SecurityGroups {
+			if _, ok := f.groups[g]; !ok {
+				return p, groupNotFound(g)
+			}
+		}
+		if len(*u.SecurityGroups) > 0 && !p.SecurityGroupsApply() {
+			return p, answer(&neutron.APIError{Method: "PUT", URL: "/v2.0/ports/" + id, Status: 409, Type: "PortSecurityAndIPRequiredForSecurityGroups",
+				Message: "Port security must be enabled and port must have an IP address in order to use security groups."})
+		}
+		if f.failGroups != nil {
+			if err := f.failGroups(id); err != nil {
+				if errors.Is(err, neutron.ErrUnavailable) {
+					p.SecurityGroups = slices.Clone(*u.SecurityGroups)
+					f.ports[id] = p
+				}
+				return neutron.Port{}, err
+			}
+		}
+		p.SecurityGroups = slices.Clone(*u.SecurityGroups)
 	}
 	if u.HostID != nil && p.HostID != f.ports[id].HostID {
 		// A new host unbinds the port first.
@@ -470,4 +567,47 @@ func (f *Neutron) Created() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.creates
+}
+
+// AddSecurityGroup adds a security group (its id given) and returns it.
+func (f *Neutron) AddSecurityGroup(g neutron.SecurityGroup) neutron.SecurityGroup {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.groups[g.ID] = g
+	return g
+}
+
+// defaultGroup is the id of project's default group, made when first
+// needed, as Neutron makes it.
+func (f *Neutron) defaultGroup(project string) string {
+	id := "sg-default-" + project
+	if _, ok := f.groups[id]; !ok {
+		f.groups[id] = neutron.SecurityGroup{ID: id, Name: "default", ProjectID: project, Description: "Default security group"}
+	}
+	return id
+}
+
+func groupNotFound(id string) error {
+	return answer(&neutron.APIError{Method: "GET", URL: "/v2.0/security-groups/" + id, Status: 404, Type: "SecurityGroupNotFound",
+		Message: "Security group " + id + " does not exist"})
+}
+
+// SecurityGroups lists the groups fl selects, by id.
+func (f *Neutron) SecurityGroups(_ context.Context, fl neutron.SecurityGroupFilter) ([]neutron.SecurityGroup, error) {
+	f.call("list-groups")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl.ProjectID != "" {
+		f.defaultGroup(fl.ProjectID)
+	}
+	var out []neutron.SecurityGroup
+	for _, g := range f.groups {
+		if fl.ProjectID != "" && g.ProjectID != fl.ProjectID || fl.Name != "" && g.Name != fl.Name ||
+			len(fl.IDs) > 0 && !slices.Contains(fl.IDs, g.ID) {
+			continue
+		}
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b neutron.SecurityGroup) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }

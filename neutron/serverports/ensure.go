@@ -21,6 +21,9 @@ func (p *Ports) Ensure(ctx context.Context, h *compute.Handle, s fsm.Server, hos
 		return nil, err
 	}
 	e := p.ensurer(ctx, h, s, host, nil)
+	for _, g := range e.rec.Requested {
+		e.groups = append(e.groups, g.ID)
+	}
 	out := make([]string, 0, len(s.Networks))
 	for _, want := range s.Networks {
 		id, err := e.one(want)
@@ -50,8 +53,10 @@ func (p *Ports) EnsureInterface(ctx context.Context, h *compute.Handle, s fsm.Se
 	return e.one(fsm.Network{UUID: req.NetworkID, FixedIP: req.FixedIP})
 }
 
-// ensurer finds or makes the ports of one server, each once.
+// ensurer finds or makes the ports of one server, each once; groups are
+// the security groups of the ports it creates (none: Neutron's default).
 type ensurer struct {
+	groups     []string
 	p          *Ports
 	ctx        context.Context
 	h          *compute.Handle
@@ -78,11 +83,16 @@ func (e *ensurer) netName(id string) (string, error) {
 	if n, ok := e.names[id]; ok {
 		return n, nil
 	}
+	if n, ok := e.p.knownNetwork(id); ok {
+		e.names[id] = n
+		return n, nil
+	}
 	n, err := e.p.nt.Network(e.ctx, id)
 	if err != nil {
 		return "", portError(err, "reading network "+id+" of server "+e.s.ID)
 	}
 	e.names[id] = n.Name
+	e.p.rememberNetwork(id, n.Name)
 	return n.Name, nil
 }
 
@@ -153,7 +163,7 @@ func (e *ensurer) one(want fsm.Network) (string, error) {
 		port = e.listed[i]
 		p.log.Info("resuming with the port an earlier attempt created", "server", s.ID, "port", port.ID, "network", port.NetworkID)
 	} else {
-		if port, err = p.create(ctx, h, s, want); err != nil {
+		if port, err = p.create(ctx, h, s, want, e.groups); err != nil {
 			return "", err
 		}
 	}

@@ -40,6 +40,7 @@ type Neutron interface {
 	UnbindPort(ctx context.Context, id string) (neutron.Port, error)
 	ResetMAC(ctx context.Context, id string) (neutron.Port, error)
 	DeletePort(ctx context.Context, id string) error
+	SecurityGroups(ctx context.Context, f neutron.SecurityGroupFilter) ([]neutron.SecurityGroup, error)
 }
 
 var _ Neutron = (*neutron.Client)(nil)
@@ -65,6 +66,40 @@ type Ports struct {
 
 	mu     sync.Mutex
 	leases map[string]leaseMark // server → this host's last create lease
+	groups map[string]string    // security group id → name, as last read (secgroups.go)
+	nets   map[string]netName   // network id → its name, as last read
+}
+
+// netName is a network's name as read at a time.
+type netName struct {
+	name string
+	read time.Time
+}
+
+// networkNameFor is how long a network's name read from Neutron names the
+// ports recorded on it (a rename shows in the ports recorded after it).
+const networkNameFor = time.Minute
+
+// maxNetworkNames bounds the network names a host remembers.
+const maxNetworkNames = 1024
+
+func (p *Ports) knownNetwork(id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.nets[id]
+	if !ok || time.Since(n.read) > networkNameFor {
+		return "", false
+	}
+	return n.name, true
+}
+
+func (p *Ports) rememberNetwork(id, name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.nets) >= maxNetworkNames {
+		clear(p.nets)
+	}
+	p.nets[id] = netName{name: name, read: time.Now()}
 }
 
 // New returns the port lifecycle of a host whose ports have cfg.VNICType.
@@ -81,7 +116,7 @@ func New(nt Neutron, cfg Config) (*Ports, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Ports{nt: nt, vnic: cfg.VNICType, log: cfg.Logger.With("component", "server-ports", "vnic_type", cfg.VNICType),
-		leases: map[string]leaseMark{}}, nil
+		leases: map[string]leaseMark{}, groups: map[string]string{}, nets: map[string]netName{}}, nil
 }
 
 // portCommands are the commands of the port steps: each is sent only
@@ -112,9 +147,17 @@ func (p *Ports) Intent(ctx context.Context, h *compute.Handle, s fsm.Server, ste
 	return nil
 }
 
-// record commits the port as one of s's.
+// record commits the port as one of s's, with its security groups once
+// every live peer keeps them.
 func (p *Ports) record(ctx context.Context, h *compute.Handle, s fsm.Server, port neutron.Port, netName string, user bool) error {
 	sp := fsm.ServerPort{ID: port.ID, NetworkID: port.NetworkID, NetworkName: netName, MAC: port.MACAddress, User: user}
+	if groupsKept(h) {
+		refs, err := p.groupRefs(ctx, h, s, port.SecurityGroups)
+		if err != nil {
+			return err
+		}
+		sp.SecurityGroups, sp.GroupsKnown = refs, true
+	}
 	for _, ip := range port.FixedIPs {
 		a, err := netip.ParseAddr(ip.IPAddress)
 		if err != nil || len(sp.FixedIPs) == fsm.MaxPortIPs {
@@ -139,14 +182,14 @@ func (p *Ports) Recorded(h *compute.Handle, s fsm.Server) []string {
 }
 
 // create creates s's port on the network of want, after its intent,
-// within the intent's lease: a create is the one port step that is not
+// sent within the intent's lease: a create is the one port step that is not
 // idempotent, so whoever resumes after a pending create intent waits for
 // the lease to end (AwaitSettled) and then finds the port by its device.
 // The port is created without a host (the quick create); Attach binds it.
 // It carries corral's mark (description neutron.CreatedByCorral) from its
 // create on, so a port whose create's answer was lost is still known as
 // corral's by the leader's reaper.
-func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, want fsm.Network) (neutron.Port, error) {
+func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, want fsm.Network, groups []string) (neutron.Port, error) {
 	lease := h.StartLease()
 	p.markLease(s, lease)
 	if err := p.Intent(ctx, h, s, fsm.PortStepCreate, want.UUID, ""); err != nil {
@@ -155,10 +198,14 @@ func (p *Ports) create(ctx context.Context, h *compute.Handle, s fsm.Server, wan
 	if lease.Expired() {
 		return neutron.Port{}, fmt.Errorf("%w: the intent to create a port of server %s took longer than its lease", compute.ErrIntent, s.ID)
 	}
-	lctx, cancel := lease.Context(ctx)
-	defer cancel()
+	// The lease bounds when the create is sent, not when Neutron answers:
+	// one sent in time is carried out however long Neutron takes, so its
+	// answer is waited for (up to the client's timeout) rather than given
+	// up at the lease's end, which would only make the next attempt create
+	// again.
+	lctx := neutron.WithSendBy(ctx, lease.Deadline)
 	pc := neutron.PortCreate{NetworkID: want.UUID, ProjectID: s.ProjectID,
-		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic}
+		Description: neutron.CreatedByCorral, DeviceID: s.ID, DeviceOwner: DeviceOwner, VNICType: p.vnic, SecurityGroups: groups}
 	if want.FixedIP != "" {
 		pc.FixedIPs = []neutron.FixedIP{{IPAddress: want.FixedIP}}
 	}
@@ -264,7 +311,7 @@ func (p *Ports) reread(ctx context.Context, h *compute.Handle, s fsm.Server, id 
 	if err != nil {
 		return err
 	}
-	if port.MACAddress == rec.MAC {
+	if port.MACAddress == rec.MAC && (!groupsKept(h) || rec.GroupsKnown) {
 		return nil
 	}
 	return p.record(ctx, h, s, port, rec.NetworkName, rec.User)

@@ -103,9 +103,13 @@ func TestPortsOfABuildAndItsDelete(t *testing.T) {
 		t.Errorf("her port's description %q, want hers", p.Description)
 	}
 	rec := c.Store().ServerNet(serverID)
+	// Both in the project's default security group, Neutron's choice.
+	def := []fsm.SecurityGroupRef{{ID: "sg-default-p1", Name: "default"}}
 	want := []fsm.ServerPort{
-		{ID: made.ID, NetworkID: netA, NetworkName: "tenant", MAC: made.MACAddress, FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}}},
-		{ID: hers.ID, NetworkID: netA, NetworkName: "tenant", MAC: hers.MACAddress, FixedIPs: []fsm.PortIP{{Address: hers.FixedIPs[0].IPAddress, Version: 4}}, User: true},
+		{ID: made.ID, NetworkID: netA, NetworkName: "tenant", MAC: made.MACAddress, FixedIPs: []fsm.PortIP{{Address: made.FixedIPs[0].IPAddress, Version: 4}},
+			SecurityGroups: def, GroupsKnown: true},
+		{ID: hers.ID, NetworkID: netA, NetworkName: "tenant", MAC: hers.MACAddress, FixedIPs: []fsm.PortIP{{Address: hers.FixedIPs[0].IPAddress, Version: 4}}, User: true,
+			SecurityGroups: def, GroupsKnown: true},
 	}
 	if fmt.Sprint(rec.Ports) != fmt.Sprint(want) {
 		t.Fatalf("recorded\n %+v\nwant\n %+v", rec.Ports, want)
@@ -141,6 +145,33 @@ func TestPortOfAnEarlierAttemptIsResumed(t *testing.T) {
 	}
 	if rec := c.Store().ServerNet(serverID); len(rec.Ports) != 1 || rec.Ports[0].ID != earlier.ID {
 		t.Fatalf("recorded %+v", rec.Ports)
+	}
+}
+
+// A create Neutron answers long after the intent's lease (a busy Neutron
+// queues it) is waited for: the lease bounds when the request is sent, not
+// when Neutron answers, which carries it out either way. Giving up on the
+// answer at the lease made the build create again, and the first create
+// left a second port of the server behind.
+func TestSlowCreateMakesOnePort(t *testing.T) {
+	nt := neutrontest.New(neutron.Network{ID: netA, Name: "tenant", Shared: true})
+	nt.Slow = 2 * time.Second // four leases of run's
+	c := newLocal(t)
+	run(t, c, nt)
+	c.Must(t, &fsm.CreateServer{ID: serverID, Name: "vm-1", FlavorID: "f1", ImageRef: "img", Host: "h1", Networks: []fsm.Network{{UUID: netA}}})
+	c.WaitStatus(t, serverID, fsm.StatusActive, 30*time.Second)
+	testkit.Eventually(t, 30*time.Second, func() error {
+		if n := nt.InFlight(); n > 0 {
+			return fmt.Errorf("%d creates still in Neutron's queue", n)
+		}
+		return nil
+	})
+	ps := nt.OfDevice(serverID)
+	if len(ps) != 1 || nt.Created() != 1 {
+		t.Fatalf("ports of the server %+v, %d created; want one", ps, nt.Created())
+	}
+	if rec := c.Store().ServerNet(serverID); len(rec.Ports) != 1 || rec.Ports[0].ID != ps[0].ID {
+		t.Fatalf("recorded %+v, want %s", rec.Ports, ps[0].ID)
 	}
 }
 
