@@ -159,7 +159,7 @@ func TestRealKeystone(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("a revoked token was still accepted 30 s after the cache time")
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polling Keystone with a deadline, not waiting for a duration
 	}
 
 	// Concurrent first uses of one token: one request to Keystone (shared, then cached).
