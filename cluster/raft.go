@@ -154,7 +154,7 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 		// Recent entries stay in memory: replication and the FSM read them
 		// back right after they were written, and a read from boltdb costs
 		// a transaction and a msgpack decode.
-		cached, err := raft.NewLogCache(logCacheSize, bolt)
+		cached, err := newLogCache(logCacheSize, logCacheBytes, bolt)
 		if err != nil {
 			_ = bolt.Close()
 			return nil, fmt.Errorf("raft log cache: %w", err)
@@ -191,8 +191,12 @@ func openRaftParts(cfg *Config, m *metrics, hl hclog.Logger) (*raftParts, error)
 	return p, nil
 }
 
-// logCacheSize is how many recent raft entries are kept in memory.
-const logCacheSize = 512
+// logCacheSize is how many recent raft entries are kept in memory, and
+// logCacheBytes how many bytes of them at most (the newest is always kept).
+const (
+	logCacheSize  = 512
+	logCacheBytes = 8 << 20
+)
 
 func raftConfig(cfg *Config, hl hclog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()

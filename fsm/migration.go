@@ -82,10 +82,13 @@ func applyMigrateFlavors(st *state, c *MigrateFlavors) (any, error) {
 	at := c.At.UTC()
 	for _, id := range sortedKeys(reqs) {
 		s := st.servers[id]
-		if s.Flavor.ExtraSpecs == nil {
-			s.Flavor.ExtraSpecs = map[string]string{}
+		// A copy: servers may share one map of extra specs (share.go).
+		specs := maps.Clone(s.Flavor.ExtraSpecs)
+		if specs == nil {
+			specs = map[string]string{}
 		}
-		maps.Copy(s.Flavor.ExtraSpecs, migratedSpecs(c.ResourceClass))
+		maps.Copy(specs, migratedSpecs(c.ResourceClass))
+		s.Flavor.ExtraSpecs = specs
 		s.Claim = cloneClaim(reqs[id].Allocations)
 		s.UpdatedAt = at
 		st.putServer(s)

@@ -87,8 +87,7 @@ func applySyncNodes(st *state, c *SyncNodes) (any, error) {
 	at := c.At.UTC()
 	touched := map[string]bool{}
 	for _, n := range c.Upserts {
-		n = cloneNode(n)
-		slices.Sort(n.Traits)
+		n = st.share.node(n)
 		n.Missing = false
 		n.LastSeen = at
 		n.InventoryConflict = st.nodes[n.UUID].InventoryConflict
@@ -209,4 +208,92 @@ func (s *Store) Node(uuid string) (Node, error) {
 
 func errNodeNotFound(uuid string) error {
 	return wrapNotFound("Ironic node " + uuid + " is not in the mirror: it may not be synced yet")
+}
+
+// NodeObserved reports whether the mirror holds n as observed: mirrored,
+// not marked missing, and n.SameObservation of it. It copies nothing, so
+// that the node sync can compare a listing of 10^5 nodes with the mirror
+// without a copy of it.
+func (s *Store) NodeObserved(n Node) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	old, ok := s.st.nodes[n.UUID]
+	return ok && !old.Missing && old.SameObservation(n)
+}
+
+// PresentNodeIDs returns the UUIDs of the mirrored nodes that are not
+// marked missing, in no particular order.
+func (s *Store) PresentNodeIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.st.nodes))
+	for id, n := range s.st.nodes {
+		if !n.Missing {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ConflictedNodeIDs returns the UUIDs of the mirrored nodes that hold an
+// inventory conflict, sorted.
+func (s *Store) ConflictedNodeIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for id := range s.st.conflicted {
+		if s.st.nodes[id].InventoryConflict != "" {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NodeConflict returns the inventory conflict of a mirrored node and when
+// it appeared ("" when it has none), and whether the node is mirrored.
+func (s *Store) NodeConflict(uuid string) (reason string, since time.Time, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.st.nodes[uuid]
+	return n.InventoryConflict, n.ConflictSince, ok
+}
+
+// NodeClass is the bare-metal capacity of one Ironic resource class.
+type NodeClass struct {
+	IronicClass                    string // as Ironic spells it
+	Total, Free, Used, Unavailable int
+}
+
+// NodeCapacity counts the mirrored nodes of each resource class, sorted
+// by class: used (reserved by a server, or holding an instance or an
+// allocation in Ironic), free (Available) or unavailable. It copies no
+// node: GET /v1/hosts and every scrape of the metrics read it, and a
+// copy of 10^5 nodes was some 45 MB of garbage each time.
+func (s *Store) NodeCapacity() []NodeClass {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	by := map[string]*NodeClass{}
+	for id, n := range s.st.nodes {
+		c := by[n.ResourceClass]
+		if c == nil {
+			c = &NodeClass{IronicClass: n.ResourceClass}
+			by[n.ResourceClass] = c
+		}
+		c.Total++
+		switch {
+		case s.st.reservations[id] != "" || n.InstanceUUID != "" || n.AllocationUUID != "":
+			c.Used++
+		case n.Available():
+			c.Free++
+		default:
+			c.Unavailable++
+		}
+	}
+	out := make([]NodeClass, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b NodeClass) int { return strings.Compare(a.IronicClass, b.IronicClass) })
+	return out
 }

@@ -23,13 +23,16 @@ type serverUsage struct{ instances, cores, ram int64 }
 // restore; see load.go), and the key pairs of every user (kept by the key
 // pair commands).
 type quotaUsage struct {
-	projects map[string]serverUsage // by project
-	users    map[string]serverUsage // by quotaUserKey
-	keyPairs map[string]int64       // by user
+	projects map[string]serverUsage      // by project
+	users    map[projectUser]serverUsage // by project and user
+	keyPairs map[string]int64            // by user
 }
 
+// projectUser is a user of a project: a key that costs no allocation.
+type projectUser struct{ project, user string }
+
 func newQuotaUsage() quotaUsage {
-	return quotaUsage{projects: map[string]serverUsage{}, users: map[string]serverUsage{}, keyPairs: map[string]int64{}}
+	return quotaUsage{projects: map[string]serverUsage{}, users: map[projectUser]serverUsage{}, keyPairs: map[string]int64{}}
 }
 
 // countServer adds a live server to the usage of its project and user
@@ -40,10 +43,10 @@ func (u *quotaUsage) countServer(s *Server, sign int64) {
 	}
 	d := serverUsage{sign, sign * int64(s.Flavor.VCPUs), sign * int64(s.Flavor.RAM)}
 	bump(u.projects, s.Project(), d)
-	bump(u.users, quotaUserKey(s.Project(), s.User()), d)
+	bump(u.users, projectUser{s.Project(), s.User()}, d)
 }
 
-func bump(m map[string]serverUsage, key string, d serverUsage) {
+func bump[K comparable](m map[K]serverUsage, key K, d serverUsage) {
 	v := m[key]
 	v.instances, v.cores, v.ram = v.instances+d.instances, v.cores+d.cores, v.ram+d.ram
 	if v == (serverUsage{}) {
@@ -76,7 +79,7 @@ func registerQuotaCounter(c quotaCounter) { quotaCounters = append(quotaCounters
 func (st *state) quotaUsage(project, user string) QuotaLimits {
 	su := st.usage.projects[project]
 	if user != "" {
-		su = st.usage.users[quotaUserKey(project, user)]
+		su = st.usage.users[projectUser{project, user}]
 	}
 	out := QuotaLimits{QuotaInstances: su.instances, QuotaCores: su.cores, QuotaRAM: su.ram}
 	for _, c := range quotaCounters {
@@ -184,7 +187,7 @@ func (st *state) checkServerQuota(project, user string, minCount, maxCount int, 
 	scopes := []scope{{func(r string) int64 { return st.quotas.projectLimit(project, r) }, st.usage.projects[project]}}
 	if own := st.quotas.users[quotaUserKey(project, user)]; hasAny(own, QuotaInstances, QuotaCores, QuotaRAM) {
 		scopes = append(scopes, scope{func(r string) int64 { return st.quotas.userLimit(project, user, r) },
-			st.usage.users[quotaUserKey(project, user)]})
+			st.usage.users[projectUser{project, user}]})
 	}
 	usedOf := func(u serverUsage, r string) int64 {
 		switch r {

@@ -355,7 +355,7 @@ func prepareServer(st *state, c *CreateServer) (Server, error) {
 		return Server{}, err
 	}
 	at := c.At.UTC()
-	s := Server{ID: c.ID, Name: c.Name, Flavor: cloneFlavor(f), ImageRef: c.ImageRef,
+	s := Server{ID: c.ID, Name: c.Name, Flavor: st.share.flavor(f), ImageRef: c.ImageRef,
 		Networks: slices.Clone(c.Networks), Metadata: maps.Clone(c.Metadata), RequestID: c.RequestID,
 		CreatedAt: at, UpdatedAt: at, ProjectID: c.ProjectID, UserID: c.UserID,
 		KeyName: c.KeyName, KeyData: keyData, UserData: c.UserData}

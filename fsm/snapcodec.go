@@ -270,10 +270,10 @@ func appendFlavor(b []byte, f *Flavor) []byte {
 	return appendTime(b, f.UpdatedAt)
 }
 
-func (d *decoder) flavor() Flavor {
+func (d *decoder) flavor(sh *sharer) Flavor {
 	return Flavor{ID: d.str(), Name: d.str(), VCPUs: int(d.int()), RAM: int(d.int()), Disk: int(d.int()),
 		Ephemeral: int(d.int()), Swap: int(d.int()), RxTxFactor: d.float(), IsPublic: d.bool(),
-		Description: d.str(), ExtraSpecs: d.strMap(), Access: d.strs(), CreatedAt: d.time(), UpdatedAt: d.time()}
+		Description: d.str(), ExtraSpecs: d.sharedStrMap(sh), Access: d.sharedStrs(sh), CreatedAt: d.time(), UpdatedAt: d.time()}
 }
 
 // appendServer appends the binary record body of s in format version
@@ -371,7 +371,7 @@ func appendClaim(b []byte, c map[string]map[string]int64) []byte {
 	return b
 }
 
-func (d *decoder) claim() map[string]map[string]int64 {
+func (d *decoder) claim(sh *sharer) map[string]map[string]int64 {
 	n := d.length(2)
 	if n == 0 {
 		return nil
@@ -385,28 +385,43 @@ func (d *decoder) claim() map[string]map[string]int64 {
 			return nil
 		}
 		prev = prov
-		m := d.length(2)
-		res := make(map[string]int64, m) // present even when empty, as JSON kept it
-		prc := ""
-		for j := range m {
-			rc := d.str()
-			if j > 0 && rc <= prc {
-				d.fail()
-				return nil
-			}
-			res[rc], prc = d.int(), rc
+		out[prov] = d.sharedCounts(sh)
+		if d.err != nil {
+			return nil
 		}
-		out[prov] = res
 	}
 	return out
 }
 
+// counts reads the resources of one provider of a claim.
+func (d *decoder) counts() map[string]int64 {
+	m := d.length(2)
+	res := make(map[string]int64, m) // present even when empty, as JSON kept it
+	prc := ""
+	for j := range m {
+		rc := d.str()
+		if j > 0 && rc <= prc {
+			d.fail()
+			return nil
+		}
+		res[rc], prc = d.int(), rc
+	}
+	return res
+}
+
 // decodeServer parses a body written by appendServer for format version.
 func decodeServer(body string, version uint16) (Server, error) {
+	return decodeServerShared(body, version, nil)
+}
+
+// decodeServerShared is decodeServer sharing the flavor's extra specs and
+// access list, the metadata and the claimed resources through sh (nil:
+// none shared).
+func decodeServerShared(body string, version uint16, sh *sharer) (Server, error) {
 	d := &decoder{s: body}
 	var s Server
 	s.ID, s.Name, s.Status, s.TaskState = d.str(), d.str(), ServerStatus(d.str()), d.str()
-	s.Flavor = d.flavor()
+	s.Flavor = d.flavor(sh)
 	s.ImageRef = d.str()
 	if n := d.length(3); n > 0 {
 		s.Networks = make([]Network, n)
@@ -414,10 +429,10 @@ func decodeServer(body string, version uint16) (Server, error) {
 			s.Networks[i] = Network{UUID: d.str(), Port: d.str(), FixedIP: d.str()}
 		}
 	}
-	s.Metadata = d.strMap()
+	s.Metadata = d.sharedStrMap(sh)
 	s.Host, s.Epoch, s.EpochIndex, s.OwnerReason, s.OwnerSince = d.str(), d.uint(), d.uint(), d.str(), d.time()
 	s.NodeUUID, s.AllocationUUID = d.str(), d.str()
-	s.Claim = d.claim()
+	s.Claim = d.claim(sh)
 	s.ClaimedNode = d.str()
 	if d.present() {
 		s.Fault = &Fault{Code: int(d.int()), Message: d.str(), Created: d.time()}
@@ -468,10 +483,14 @@ func appendNode(b []byte, n *Node) []byte {
 }
 
 // decodeNode parses a body written by appendNode.
-func decodeNode(body string) (Node, error) {
+func decodeNode(body string) (Node, error) { return decodeNodeShared(body, nil) }
+
+// decodeNodeShared is decodeNode sharing the properties, capabilities and
+// traits through sh (nil: none shared).
+func decodeNodeShared(body string, sh *sharer) (Node, error) {
 	d := &decoder{s: body}
 	n := Node{UUID: d.str(), Name: d.str(), ResourceClass: d.str(), ProvisionState: d.str(), PowerState: d.str(),
-		Maintenance: d.bool(), Properties: d.strMap(), Capabilities: d.strMap(), Traits: d.strs(),
+		Maintenance: d.bool(), Properties: d.sharedStrMap(sh), Capabilities: d.sharedStrMap(sh), Traits: d.sharedStrs(sh),
 		InstanceUUID: d.str(), AllocationUUID: d.str(), Missing: d.bool(), LastSeen: d.time(),
 		InventoryConflict: d.str(), ConflictSince: d.time()}
 	return n, d.done("node")

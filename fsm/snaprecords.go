@@ -31,8 +31,8 @@ func writeServerBinary(st *state, emit func(body []byte) error) error {
 	return nil
 }
 
-func loadServerBinary(st *state, body []byte) error {
-	s, err := decodeServer(string(body), st.loadVersion)
+func loadServerBinary(st *state, sh *sharer, body string) error {
+	s, err := decodeServerShared(body, st.loadVersion, sh)
 	if err != nil {
 		return err
 	}
@@ -70,8 +70,8 @@ func writeNodeBinary(st *state, emit func(body []byte) error) error {
 	return nil
 }
 
-func loadNodeBinary(st *state, body []byte) error {
-	n, err := decodeNode(string(body))
+func loadNodeBinary(st *state, sh *sharer, body string) error {
+	n, err := decodeNodeShared(body, sh)
 	if err != nil {
 		return err
 	}
@@ -97,11 +97,11 @@ func writePlacementBinary(st *state, emit func(body []byte) error) error {
 	return st.placement.EncodeRecords(emit)
 }
 
-func loadPlacementBinary(st *state, body []byte) error {
+func loadPlacementBinary(st *state, _ *sharer, body string) error {
 	if st.placementDec == nil {
 		st.placementDec = placement.NewDecoder()
 	}
-	return st.placementDec.Add(body)
+	return st.placementDec.AddString(body)
 }
 
 // finishRestore completes a snapshot restore once every record is read:

@@ -120,9 +120,10 @@ type binarySpec struct {
 	// write calls emit with every record body in canonical order; the
 	// body is reused once emit returns.
 	write func(st *state, emit func(body []byte) error) error
-	// load adds one record body to st, rejecting duplicates. body is
-	// not retained.
-	load func(st *state, body []byte) error
+	// load adds one record body to st, rejecting duplicates, sharing
+	// equal values through sh (its loader's own). What it keeps may
+	// refer to body.
+	load func(st *state, sh *sharer, body string) error
 }
 
 // registerBinaryRecord makes t a binary record type (see registerRecord:

@@ -55,6 +55,9 @@ type state struct {
 	idx        serverIndex
 	indexLater bool
 	loaded     indexBuild // the servers a restore loaded, while indexLater
+	// share makes the equal maps, lists and short strings of the records
+	// Apply stores one copy (share.go; not part of snapshots).
+	share *sharer
 	// conflicted holds every mirrored node with an inventory conflict, and
 	// possibly nodes whose conflict cleared since the last node sync
 	// (index, kept by applySyncNodes, rebuilt on restore; see node.go).
@@ -111,6 +114,7 @@ func newState() *state {
 		hostServers:  map[string]int{},
 		usage:        newQuotaUsage(),
 		conflicted:   map[string]struct{}{},
+		share:        newSharer(),
 		idx:          newServerIndex(),
 	}
 }

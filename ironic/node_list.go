@@ -2,6 +2,7 @@ package ironic
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -51,11 +52,27 @@ type ListOptions struct {
 // committed after that answer is stamped at asOf or later, save for the clock differences
 // between Ironic's hosts and the time a transaction takes to commit.
 func (c *Client) ListNodesSorted(ctx context.Context, opts ListOptions) (nodes []Node, asOf time.Time, err error) {
-	return c.listNodes(ctx, "ListNodes", c.sc.ServiceURL("nodes", "detail"), url.Values{}, opts)
+	asOf, err = c.VisitNodes(ctx, opts, func(n Node) error {
+		nodes = append(nodes, n)
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return nodes, asOf, nil
 }
 
-// listNodes reads the node list at base with the query q and opts.
-func (c *Client) listNodes(ctx context.Context, call, base string, q url.Values, opts ListOptions) (nodes []Node, asOf time.Time, err error) {
+// VisitNodes is ListNodesSorted node by node: it calls visit with each node, in order, as
+// its page is read, and keeps none, so that a caller that keeps only what it needs of a
+// listing of 10^5 nodes holds one page at a time. An error from visit ends the listing
+// and is returned as is; a failed page after some nodes were visited returns its error
+// too (the visited nodes were read from Ironic all the same).
+func (c *Client) VisitNodes(ctx context.Context, opts ListOptions, visit func(Node) error) (asOf time.Time, err error) {
+	return c.visitNodes(ctx, "ListNodes", c.sc.ServiceURL("nodes", "detail"), url.Values{}, opts, visit)
+}
+
+// visitNodes reads the node list at base with the query q and opts.
+func (c *Client) visitNodes(ctx context.Context, call, base string, q url.Values, opts ListOptions, visit func(Node) error) (asOf time.Time, err error) {
 	if opts.SortKey != "" {
 		q.Set("sort_key", opts.SortKey)
 	}
@@ -63,18 +80,22 @@ func (c *Client) listNodes(ctx context.Context, call, base string, q url.Values,
 		q.Set("sort_dir", opts.SortDir)
 	}
 	l := listing{call: call, base: base, query: q, limit: opts.Limit, marker: opts.Marker}
+	var verr error
 	asOf, err = listPages[nodePage](ctx, c, l, func(j *nodeJSON) bool {
 		n := j.node()
 		if opts.Until != nil && opts.Until(n) {
 			return false
 		}
-		nodes = append(nodes, n)
-		return true
+		verr = visit(n)
+		return verr == nil
 	})
-	if err != nil {
-		return nil, time.Time{}, err
+	if verr != nil {
+		return time.Time{}, verr
 	}
-	return nodes, asOf, nil
+	if err != nil {
+		return time.Time{}, err
+	}
+	return asOf, nil
 }
 
 // nodePage is one page of a node list.
@@ -85,18 +106,40 @@ type nodePage struct {
 
 func (p *nodePage) items() []nodeJSON { return p.Nodes }
 func (p *nodePage) nextLink() string  { return p.Next }
+func (p *nodePage) decode(dec *json.Decoder) error {
+	return decodeItems(dec, "nodes", &p.Nodes, &p.Next)
+}
 
 // ListNodesBrief returns every node like ListNodes, in creation order, with asOf as
-// ListNodesSorted, reading a fraction of the bytes: the nodes with ?fields= (every field of
-// Node but its timestamps, which ?fields= cannot select), and their allocation_uuid from a
-// listing of the allocations (Ironic answers 500 to allocation_uuid in a node list's
-// fields). The two listings are two moments: a node whose allocation was created or deleted
-// between them may show its instance_uuid and its allocation_uuid out of step until it is
-// listed again (either one set keeps it from new instances). Without ?fields= (API 1.8) it
-// is ListNodes.
+// ListNodesSorted, reading a fraction of the bytes (see VisitNodesBrief).
 func (c *Client) ListNodesBrief(ctx context.Context) (nodes []Node, asOf time.Time, err error) {
+	asOf, err = c.VisitNodesBrief(ctx, func(n Node) error {
+		nodes = append(nodes, n)
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return nodes, asOf, nil
+}
+
+// VisitNodesBrief is ListNodesBrief node by node, as VisitNodes is ListNodesSorted. It
+// reads the nodes with ?fields= (every field of Node but its timestamps, which ?fields=
+// cannot select), and their allocation_uuid from a listing of the allocations read first
+// (Ironic answers 500 to allocation_uuid in a node list's fields); asOf is when Ironic
+// answered the first of the two listings. They are two moments: a node whose allocation
+// was created or deleted between them may show its instance_uuid and its allocation_uuid
+// out of step until it is listed again (either one set keeps it from new instances).
+// Without ?fields= (API 1.8) it is VisitNodes.
+func (c *Client) VisitNodesBrief(ctx context.Context, visit func(Node) error) (asOf time.Time, err error) {
 	if c.minor < mvFields {
-		return c.ListNodesSorted(ctx, ListOptions{})
+		return c.VisitNodes(ctx, ListOptions{}, visit)
+	}
+	var byNode map[string]string
+	if c.minor >= mvAllocations {
+		if byNode, asOf, err = c.allocationsByNode(ctx); err != nil {
+			return time.Time{}, err
+		}
 	}
 	var fields []string
 	for _, f := range strings.Split(c.fieldsParam(), ",") {
@@ -104,34 +147,35 @@ func (c *Client) ListNodesBrief(ctx context.Context) (nodes []Node, asOf time.Ti
 			fields = append(fields, f)
 		}
 	}
-	nodes, asOf, err = c.listNodes(ctx, "ListNodes", c.sc.ServiceURL("nodes"), url.Values{"fields": {strings.Join(fields, ",")}}, ListOptions{})
-	if err != nil || c.minor < mvAllocations {
-		return nodes, asOf, err
-	}
-	byNode, err := c.allocationsByNode(ctx)
+	nodesAsOf, err := c.visitNodes(ctx, "ListNodes", c.sc.ServiceURL("nodes"), url.Values{"fields": {strings.Join(fields, ",")}}, ListOptions{},
+		func(n Node) error {
+			n.AllocationUUID = byNode[n.UUID]
+			return visit(n)
+		})
 	if err != nil {
-		return nil, time.Time{}, err
+		return time.Time{}, err
 	}
-	for i := range nodes {
-		nodes[i].AllocationUUID = byNode[nodes[i].UUID]
+	if asOf.IsZero() {
+		asOf = nodesAsOf
 	}
-	return nodes, asOf, nil
+	return asOf, nil
 }
 
-// allocationsByNode maps each node that an allocation holds to that allocation's UUID.
-func (c *Client) allocationsByNode(ctx context.Context) (map[string]string, error) {
-	out := map[string]string{}
+// allocationsByNode maps each node that an allocation holds to that allocation's UUID,
+// with asOf as listPages.
+func (c *Client) allocationsByNode(ctx context.Context) (out map[string]string, asOf time.Time, err error) {
+	out = map[string]string{}
 	l := listing{call: "ListAllocations", base: c.sc.ServiceURL("allocations"), query: url.Values{"fields": {"uuid,node_uuid"}}}
-	_, err := listPages[allocationRefPage](ctx, c, l, func(a *allocationRef) bool {
+	asOf, err = listPages[allocationRefPage](ctx, c, l, func(a *allocationRef) bool {
 		if a.NodeUUID != nil && *a.NodeUUID != "" {
 			out[*a.NodeUUID] = a.UUID
 		}
 		return true
 	})
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return out, nil
+	return out, asOf, nil
 }
 
 // allocationRef is an allocation listed with only its UUID and node.
@@ -149,3 +193,6 @@ type allocationRefPage struct {
 
 func (p *allocationRefPage) items() []allocationRef { return p.Allocations }
 func (p *allocationRefPage) nextLink() string       { return p.Next }
+func (p *allocationRefPage) decode(dec *json.Decoder) error {
+	return decodeItems(dec, "allocations", &p.Allocations, &p.Next)
+}

@@ -2,10 +2,16 @@ package ironic
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
 )
 
 // listing is one of Ironic's marker-paged collections (nodes, allocations,
@@ -22,6 +28,8 @@ type listing struct {
 type page[T any] interface {
 	items() []T
 	nextLink() string
+	// decode reads the page from dec (decodeItems).
+	decode(dec *json.Decoder) error
 }
 
 // item is what the pager needs of an item: its UUID, the marker of the
@@ -58,11 +66,22 @@ func listPages[P any, T item, PP interface {
 		var pg P
 		u := l.base + "?" + q.Encode()
 		err := c.do(ctx, l.call, true, func(ctx context.Context) error {
-			resp, err := c.sc.Get(ctx, u, PP(&pg), nil)
-			if err == nil && resp != nil && asOf.IsZero() {
+			pg = *new(P) // a retried page starts again
+			resp, err := c.sc.Get(ctx, u, nil, &gophercloud.RequestOpts{KeepResponseBody: true})
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			dec := json.NewDecoder(resp.Body)
+			dec.UseNumber() // as gophercloud decodes: integers beyond 2^53 stay exact
+			if err := PP(&pg).decode(dec); err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body) // what follows the document, for the connection's reuse
+			if asOf.IsZero() {
 				asOf, _ = http.ParseTime(resp.Header.Get("Date"))
 			}
-			return err
+			return nil
 		})
 		if err != nil {
 			return time.Time{}, err
@@ -87,4 +106,70 @@ func listPages[P any, T item, PP interface {
 		seen[marker] = true
 		q.Set("marker", marker)
 	}
+}
+
+// decodeItems reads a page document — an object whose key holds the
+// items and whose "next" holds the link to the next page; other keys are
+// skipped — from dec item by item, so that the decoder buffers one item
+// at a time: read whole, a page of 1,000 nodes is buffered, then decoded,
+// and that buffer was most of what a listing of 10^5 nodes left to the
+// garbage collector. A null document or items are an empty page.
+func decodeItems[T any](dec *json.Decoder, key string, items *[]T, next *string) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('{') {
+		return pageShape[T](key, tok)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch k {
+		case key:
+			tok, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			if tok == nil {
+				continue
+			}
+			if tok != json.Delim('[') {
+				return pageShape[T](key, tok)
+			}
+			for dec.More() {
+				var it T
+				if err := dec.Decode(&it); err != nil {
+					return err
+				}
+				*items = append(*items, it)
+			}
+			if _, err := dec.Token(); err != nil { // ]
+				return err
+			}
+		case "next":
+			var link *string
+			if err := dec.Decode(&link); err != nil {
+				return err
+			}
+			if link != nil {
+				*next = *link
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = dec.Token() // }
+	return err
+}
+
+// pageShape is the error of a page document that is not an object, or
+// whose items are not a list: what decoding it whole reported.
+func pageShape[T any](key string, tok json.Token) error {
+	return &json.UnmarshalTypeError{Value: fmt.Sprint(tok), Type: reflect.TypeFor[[]T](), Field: key}
 }

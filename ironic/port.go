@@ -2,6 +2,7 @@ package ironic
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -100,3 +101,6 @@ type portPage struct {
 
 func (p *portPage) items() []portJSON { return p.Ports }
 func (p *portPage) nextLink() string  { return p.Next }
+func (p *portPage) decode(dec *json.Decoder) error {
+	return decodeItems(dec, "ports", &p.Ports, &p.Next)
+}

@@ -26,8 +26,7 @@ func (h *Handlers) ListHosts(c echo.Context) error {
 	if err := h.st.ReadBarrier(c); err != nil {
 		return err
 	}
-	st := h.st.Store()
-	return c.JSON(http.StatusOK, wire.HostsResponse{Hosts: h.hostViews(), Capacity: core.Capacity(st.Nodes(), st.ReservedBy)})
+	return c.JSON(http.StatusOK, wire.HostsResponse{Hosts: h.hostViews(), Capacity: core.Capacity(h.st.Store())})
 }
 
 // GetHost is GET /v1/hosts/{name}.

@@ -1,8 +1,6 @@
 package core
 
 import (
-	"sort"
-
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -54,14 +52,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descServers, prometheus.GaugeValue, float64(n), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(descReservations, prometheus.GaugeValue, float64(len(st.Reservations())))
-	conflicts := 0
-	for _, n := range st.Nodes() {
-		if n.InventoryConflict != "" {
-			conflicts++
-		}
-	}
-	ch <- prometheus.MustNewConstMetric(descConflicts, prometheus.GaugeValue, float64(conflicts))
-	for _, cp := range Capacity(st.Nodes(), st.ReservedBy) {
+	ch <- prometheus.MustNewConstMetric(descConflicts, prometheus.GaugeValue, float64(len(st.ConflictedNodeIDs())))
+	for _, cp := range Capacity(st) {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Free), cp.ResourceClass, "free")
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Used), cp.ResourceClass, "used")
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(cp.Unavailable), cp.ResourceClass, "unavailable")
@@ -77,28 +69,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // Capacity is the cloud's bare-metal capacity per resource class, as
 // GET /v1/hosts and the metrics report it.
-func Capacity(nodes []fsm.Node, reservedBy func(string) string) []wire.Capacity {
-	by := map[string]*wire.Capacity{}
-	for _, n := range nodes {
-		c := by[n.ResourceClass]
-		if c == nil {
-			c = &wire.Capacity{ResourceClass: fsm.NormalizeResourceClass(n.ResourceClass), IronicClass: n.ResourceClass}
-			by[n.ResourceClass] = c
-		}
-		c.Total++
-		switch {
-		case reservedBy(n.UUID) != "" || n.InstanceUUID != "" || n.AllocationUUID != "":
-			c.Used++
-		case n.Available():
-			c.Free++
-		default:
-			c.Unavailable++
-		}
+func Capacity(st *fsm.Store) []wire.Capacity {
+	classes := st.NodeCapacity()
+	out := make([]wire.Capacity, 0, len(classes))
+	for _, c := range classes {
+		out = append(out, wire.Capacity{ResourceClass: fsm.NormalizeResourceClass(c.IronicClass), IronicClass: c.IronicClass,
+			Total: c.Total, Free: c.Free, Used: c.Used, Unavailable: c.Unavailable})
 	}
-	out := make([]wire.Capacity, 0, len(by))
-	for _, c := range by {
-		out = append(out, *c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].IronicClass < out[j].IronicClass })
 	return out
 }

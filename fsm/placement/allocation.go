@@ -57,6 +57,9 @@ func cmpConsumer(c *consumer, id string) int { return strings.Compare(c.id, id) 
 
 func (p *provider) linkConsumer(c *consumer) {
 	if i, found := slices.BinarySearchFunc(p.consumers, c.id, cmpConsumer); !found {
+		if p.consumers == nil {
+			p.consumers = p.cons1[:0:1]
+		}
 		p.consumers = slices.Insert(p.consumers, i, c)
 	}
 }

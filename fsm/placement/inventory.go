@@ -245,6 +245,9 @@ func (s *Store) putInventory(p *provider, rc string, inv Inventory) {
 	sl := p.slot(rc)
 	if sl == nil {
 		i, _ := slices.BinarySearchFunc(p.inv, rc, func(x slot, rc string) int { return strings.Compare(x.rc, rc) })
+		if p.inv == nil {
+			p.inv = p.inv1[:0:1]
+		}
 		p.inv = slices.Insert(p.inv, i, slot{rc: s.byRC.add(rc, p.idx)})
 		sl = &p.inv[i]
 	}
@@ -256,7 +259,7 @@ func (s *Store) putInventory(p *provider, rc string, inv Inventory) {
 func (s *Store) dropInventory(p *provider, rc string) {
 	p.inv = slices.DeleteFunc(p.inv, func(x slot) bool { return x.rc == rc })
 	if len(p.inv) == 0 {
-		p.inv = nil
+		p.inv, p.inv1[0] = nil, slot{}
 	}
 	s.byRC.del(rc, p.idx)
 	s.byFree.del(rc, p.idx)

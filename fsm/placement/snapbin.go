@@ -221,7 +221,10 @@ func (r *binReader) strs() []string {
 
 // Add decodes one record. rec is not retained: the strings of the store
 // are copied from it.
-func (d *Decoder) Add(rec []byte) error {
+func (d *Decoder) Add(rec []byte) error { return d.AddString(string(rec)) }
+
+// AddString is Add for a record the store may keep parts of.
+func (d *Decoder) AddString(rec string) error {
 	if d.err != nil {
 		return d.err
 	}
@@ -229,11 +232,11 @@ func (d *Decoder) Add(rec []byte) error {
 	return d.err
 }
 
-func (d *Decoder) add(rec []byte) error {
+func (d *Decoder) add(rec string) error {
 	if len(rec) == 0 {
 		return corrupt("empty record")
 	}
-	r := &binReader{s: string(rec[1:])}
+	r := &binReader{s: rec[1:]}
 	switch kind := rec[0]; {
 	case kind == binHeader && !d.header:
 		format, version, np, nc := r.str(), r.uint(), r.uint(), r.uint()
@@ -389,7 +392,10 @@ func (s *Store) loadBinProvider(r *binReader, prev string) (*provider, string, e
 		s.replaceAggregates(p, aggs)
 	}
 	if len(invs) > 0 {
-		p.inv = make([]slot, 0, len(invs))
+		p.inv = p.inv1[:0:1]
+		if len(invs) > 1 {
+			p.inv = make([]slot, 0, len(invs))
+		}
 		for _, ci := range invs {
 			s.putInventory(p, ci.rc, ci.inv)
 		}
@@ -400,7 +406,15 @@ func (s *Store) loadBinProvider(r *binReader, prev string) (*provider, string, e
 // loadBinConsumer reads a consumer record, checks it against the loaded
 // providers as loadConsumer checks a JSON one, and applies it.
 func (s *Store) loadBinConsumer(r *binReader, prev string) (*consumer, error) {
-	c := &consumer{id: r.str(), project: r.str(), user: r.str(), gen: r.uint()}
+	// A consumer holds one provider's resources, most often one class
+	// (a server's node): one allocation for the three.
+	one := &struct {
+		c consumer
+		h [1]holding
+		r [1]resAmount
+	}{}
+	c := &one.c
+	c.id, c.project, c.user, c.gen = r.str(), r.str(), r.str(), r.uint()
 	n := r.count(3)
 	if r.bad {
 		return nil, malformed()
@@ -414,7 +428,10 @@ func (s *Store) loadBinConsumer(r *binReader, prev string) (*consumer, error) {
 	if validOwner("project_id", c.project) != nil || validOwner("user_id", c.user) != nil {
 		return nil, corrupt("consumer %s has an invalid project or user", c.id)
 	}
-	c.allocs = make([]holding, 0, n)
+	c.allocs = one.h[:0:1]
+	if n > 1 {
+		c.allocs = make([]holding, 0, n)
+	}
 	for i := range n {
 		pu, m := r.str(), r.count(2)
 		if r.bad {
@@ -424,7 +441,12 @@ func (s *Store) loadBinConsumer(r *binReader, prev string) (*consumer, error) {
 		if p == nil || m == 0 || i > 0 && pu <= c.allocs[i-1].p.uuid {
 			return nil, corrupt("consumer %s: allocation against unknown provider %q, out of order or without resources", c.id, pu)
 		}
-		h := holding{p: p, res: make([]resAmount, 0, m)}
+		h := holding{p: p}
+		if n == 1 && m == 1 {
+			h.res = one.r[:0:1]
+		} else {
+			h.res = make([]resAmount, 0, m)
+		}
 		for j := range m {
 			rc, amount := r.str(), r.int()
 			if r.bad {

@@ -32,6 +32,11 @@ type provider struct {
 	inv        []slot   // sorted by class
 	children   map[string]*provider
 	consumers  []*consumer // consumers with allocations here, sorted by UUID
+	// inv1 and cons1 hold inv and consumers while they have one element
+	// (a node's provider: one class, one consumer): no allocation of
+	// their own for 10^5 node providers.
+	inv1  [1]slot
+	cons1 [1]*consumer
 }
 
 // slot is one inventory with its current usage.

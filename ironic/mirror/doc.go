@@ -9,7 +9,9 @@
 // previous pass, newest first by updated_at and by created_at, down to the previous pass's
 // watermark less a margin (incremental.go): with nothing changed a pass reads one short page.
 // A change is mirrored by the next pass; a node deleted from Ironic is marked missing by the
-// next full pass.
+// next full pass. A pass compares each node with the mirror as the listing streams in and
+// commits the changed ones an entry at a time (pass.go): it holds a page and an entry of
+// nodes, not the listing nor a copy of the mirror.
 //
 // It owns the conversion of an Ironic node into its fsm mirror entry and the agreement on
 // the Ironic driver's cluster-wide settings (legacy standard inventory), which it reads

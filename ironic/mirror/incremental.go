@@ -35,67 +35,57 @@ const changesPage = 100
 // sorts nulls first in a descending order (PostgreSQL) and some node was
 // never updated, so the changed nodes come after every such node and the
 // pagination skips some of them.
-func (s *NodeSync) listChanged(ctx context.Context) (nodes []ironic.Node, asOf time.Time, full bool, err error) {
+func (s *NodeSync) listChanged(ctx context.Context, p *pass) (asOf time.Time, full bool, err error) {
 	since := s.watermark.Add(-s.cfg.ChangeMargin)
+	visit := func(n ironic.Node) error { return p.observe(ctx, n) }
 	first, nullFirst := true, false
-	updated, asOf, err := s.ir.ListNodesSorted(ctx, ironic.ListOptions{SortKey: ironic.SortByUpdatedAt, SortDir: ironic.SortDesc,
+	asOf, err = s.ir.VisitNodes(ctx, ironic.ListOptions{SortKey: ironic.SortByUpdatedAt, SortDir: ironic.SortDesc,
 		Limit: changesPage, Until: func(n ironic.Node) bool {
 			if first {
 				first, nullFirst = false, n.UpdatedAt.IsZero()
 			}
 			return n.UpdatedAt.IsZero() || n.UpdatedAt.Before(since)
-		}})
+		}}, visit)
 	if err != nil {
-		return nil, time.Time{}, false, err
+		return time.Time{}, false, err
 	}
 	if nullFirst {
 		// Either no node was ever updated, or nulls sort first: the first
-		// node in ascending order tells.
+		// node in ascending order tells. (The listing above stopped at its
+		// first node: it visited none.)
 		updatedOnce := false
-		if _, _, err := s.ir.ListNodesSorted(ctx, ironic.ListOptions{SortKey: ironic.SortByUpdatedAt, SortDir: ironic.SortAsc,
-			Limit: 1, Until: func(n ironic.Node) bool { updatedOnce = !n.UpdatedAt.IsZero(); return true }}); err != nil {
-			return nil, time.Time{}, false, err
+		if _, err := s.ir.VisitNodes(ctx, ironic.ListOptions{SortKey: ironic.SortByUpdatedAt, SortDir: ironic.SortAsc,
+			Limit: 1, Until: func(n ironic.Node) bool { updatedOnce = !n.UpdatedAt.IsZero(); return true }},
+			func(ironic.Node) error { return nil }); err != nil {
+			return time.Time{}, false, err
 		}
 		if updatedOnce {
 			s.log.Debug("Ironic sorts never-updated nodes first: listing every node")
-			return nil, time.Time{}, true, nil
+			return time.Time{}, true, nil
 		}
 	}
-	created, _, err := s.ir.ListNodesSorted(ctx, ironic.ListOptions{SortKey: ironic.SortByCreatedAt, SortDir: ironic.SortDesc,
-		Limit: changesPage, Until: func(n ironic.Node) bool { return n.CreatedAt.Before(since) }})
-	if err != nil {
-		return nil, time.Time{}, false, err
+	if _, err := s.ir.VisitNodes(ctx, ironic.ListOptions{SortKey: ironic.SortByCreatedAt, SortDir: ironic.SortDesc,
+		Limit: changesPage, Until: func(n ironic.Node) bool { return n.CreatedAt.Before(since) }}, visit); err != nil {
+		return time.Time{}, false, err
 	}
-	// A node listed twice (in both listings, or on two pages when it
-	// changed while they were read): the later is the newer observation.
-	all := append(updated, created...)
-	at := make(map[string]int, len(all))
-	for _, n := range all {
-		if i, ok := at[n.UUID]; ok {
-			nodes[i] = n
-			continue
-		}
-		at[n.UUID] = len(nodes)
-		nodes = append(nodes, n)
-	}
-	return nodes, asOf, false, nil
+	return asOf, false, nil
 }
 
-// nextWatermark is the watermark after a pass that listed nodes, Ironic
-// answering its first listing at asOf. Without a Date header from Ironic
-// it is the latest created_at or updated_at listed (and, after a pass of
-// changes, the previous watermark): the latest change stays relisted
-// until a newer one; a brief full pass lists no timestamps, so the pass
-// after it is a full one too. A node stamped later than asOf by more than the
-// margin means Ironic's hosts disagree on the time: it is logged, and the
-// changes the passes miss for it wait for the next full pass.
-func (s *NodeSync) nextWatermark(asOf time.Time, nodes []ironic.Node, full bool) time.Time {
-	latest := latestChange(time.Time{}, nodes)
+// nextWatermark is the watermark after a pass that listed nodes whose
+// latest created_at or updated_at is latest, Ironic answering its first
+// listing at asOf. Without a Date header from Ironic it is latest (and,
+// after a pass of changes, at least the previous watermark): the latest
+// change stays relisted until a newer one; a brief full pass lists no
+// timestamps, so the pass after it is a full one too. A node stamped later
+// than asOf by more than the margin means Ironic's hosts disagree on the
+// time: it is logged, and the changes the passes miss for it wait for the
+// next full pass.
+func (s *NodeSync) nextWatermark(asOf, latest time.Time, full bool) time.Time {
 	if asOf.IsZero() {
-		if full {
-			return latest
+		if !full && s.watermark.After(latest) {
+			return s.watermark
 		}
-		return latestChange(s.watermark, nodes)
+		return latest
 	}
 	if ahead := latest.Sub(asOf); ahead > s.cfg.ChangeMargin && (s.aheadLogged.IsZero() || s.now().Sub(s.aheadLogged) >= s.cfg.FullSyncInterval) {
 		s.aheadLogged = s.now() // once per full sync interval, not at every pass
@@ -105,16 +95,13 @@ func (s *NodeSync) nextWatermark(asOf time.Time, nodes []ironic.Node, full bool)
 	return asOf
 }
 
-// latestChange is the latest of w and the nodes' created_at and
-// updated_at.
-func latestChange(w time.Time, nodes []ironic.Node) time.Time {
-	for _, n := range nodes {
-		if n.UpdatedAt.After(w) {
-			w = n.UpdatedAt
-		}
-		if n.CreatedAt.After(w) {
-			w = n.CreatedAt
-		}
+// latestChange is the latest of w and n's created_at and updated_at.
+func latestChange(w time.Time, n ironic.Node) time.Time {
+	if n.UpdatedAt.After(w) {
+		w = n.UpdatedAt
+	}
+	if n.CreatedAt.After(w) {
+		w = n.CreatedAt
 	}
 	return w
 }
@@ -123,25 +110,6 @@ func latestChange(w time.Time, nodes []ironic.Node) time.Time {
 // allocation or an instance, or deployed.
 func held(n ironic.Node) bool {
 	return n.InstanceUUID != "" || n.AllocationUUID != "" || slices.Contains(deployedStates, n.ProvisionState)
-}
-
-// hold updates the nodes the reaper looks at with a listing: a full one
-// replaces them; one of changes updates the nodes it lists, the others
-// being unchanged in Ironic.
-func (s *NodeSync) hold(nodes []ironic.Node, full bool) {
-	if full {
-		clear(s.held)
-	}
-	for _, n := range nodes {
-		if !held(n) {
-			delete(s.held, n.UUID)
-			continue
-		}
-		// Only what reap and reapOrphans read.
-		s.held[n.UUID] = ironic.Node{UUID: n.UUID, ProvisionState: n.ProvisionState, Maintenance: n.Maintenance,
-			InstanceUUID: n.InstanceUUID, AllocationUUID: n.AllocationUUID,
-			InstanceInfo: map[string]string{"image_source": n.InstanceInfo["image_source"], "display_name": n.InstanceInfo["display_name"]}}
-	}
 }
 
 // forgetPasses drops what the passes of this peer's term left: the next

@@ -21,16 +21,18 @@ type countingIronic struct {
 	listed atomic.Int64
 }
 
-func (c *countingIronic) ListNodesBrief(ctx context.Context) ([]ironic.Node, time.Time, error) {
-	nodes, asOf, err := c.Client.ListNodesBrief(ctx)
-	c.listed.Add(int64(len(nodes)))
-	return nodes, asOf, err
+func (c *countingIronic) VisitNodesBrief(ctx context.Context, visit func(ironic.Node) error) (time.Time, error) {
+	return c.Client.VisitNodesBrief(ctx, func(n ironic.Node) error {
+		c.listed.Add(1)
+		return visit(n)
+	})
 }
 
-func (c *countingIronic) ListNodesSorted(ctx context.Context, opts ironic.ListOptions) ([]ironic.Node, time.Time, error) {
-	nodes, asOf, err := c.Client.ListNodesSorted(ctx, opts)
-	c.listed.Add(int64(len(nodes)))
-	return nodes, asOf, err
+func (c *countingIronic) VisitNodes(ctx context.Context, opts ironic.ListOptions, visit func(ironic.Node) error) (time.Time, error) {
+	return c.Client.VisitNodes(ctx, opts, func(n ironic.Node) error {
+		c.listed.Add(1)
+		return visit(n)
+	})
 }
 
 // incSync is a node sync of e on a clock the test moves, whose listings
@@ -261,7 +263,7 @@ func TestNextWatermark(t *testing.T) {
 		{time.Time{}, true, t0.Add(-5 * time.Minute)},
 		{time.Time{}, false, t0.Add(-time.Minute)},
 	} {
-		if got := ns.nextWatermark(tc.asOf, nodes, tc.full); !got.Equal(tc.want) {
+		if got := ns.nextWatermark(tc.asOf, latestOf(nodes), tc.full); !got.Equal(tc.want) {
 			t.Errorf("nextWatermark(%v, full %v) = %v, want %v", tc.asOf, tc.full, got, tc.want)
 		}
 	}
@@ -269,13 +271,21 @@ func TestNextWatermark(t *testing.T) {
 		t.Fatalf("no node is ahead, but: %s", logs.String())
 	}
 	ahead := append(nodes, ironic.Node{UUID: "c", CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0.Add(2 * time.Minute)})
-	if got := ns.nextWatermark(t0, ahead, false); !got.Equal(t0) || !strings.Contains(logs.String(), "synchronize the clocks of Ironic's hosts") {
+	if got := ns.nextWatermark(t0, latestOf(ahead), false); !got.Equal(t0) || !strings.Contains(logs.String(), "synchronize the clocks of Ironic's hosts") {
 		t.Fatalf("a node two minutes ahead: watermark %v, log %s", got, logs.String())
 	}
-	ns.nextWatermark(t0, ahead, false)
+	ns.nextWatermark(t0, latestOf(ahead), false)
 	if n := strings.Count(logs.String(), "synchronize the clocks"); n != 1 {
 		t.Fatalf("the clock difference is logged %d times in one full sync interval, want once", n)
 	}
+}
+
+// latestOf is the latest created_at or updated_at of nodes.
+func latestOf(nodes []ironic.Node) (w time.Time) {
+	for _, n := range nodes {
+		w = latestChange(w, n)
+	}
+	return w
 }
 
 // A brief full pass (?fields= and the allocations apart) mirrors what a

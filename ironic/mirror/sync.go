@@ -33,8 +33,8 @@ type Settings interface {
 // Ironic is what the node mirror needs from Ironic; *ironic.Client
 // implements it.
 type Ironic interface {
-	ListNodesSorted(ctx context.Context, opts ironic.ListOptions) (nodes []ironic.Node, asOf time.Time, err error)
-	ListNodesBrief(ctx context.Context) (nodes []ironic.Node, asOf time.Time, err error)
+	VisitNodes(ctx context.Context, opts ironic.ListOptions, visit func(ironic.Node) error) (asOf time.Time, err error)
+	VisitNodesBrief(ctx context.Context, visit func(ironic.Node) error) (asOf time.Time, err error)
 	DeleteAllocation(ctx context.Context, id string) error
 	ReleaseNode(ctx context.Context, nodeID, instanceUUID string) error
 	Undeploy(ctx context.Context, nodeID string) error
@@ -216,129 +216,56 @@ func (s *NodeSync) Run(ctx context.Context) {
 
 // SyncOnce lists Ironic and commits the differences with the mirror: a
 // full pass lists every node; the passes in between list only the nodes
-// changed or created since (incremental.go).
+// changed or created since (incremental.go). The nodes are compared and
+// committed as the listing streams in (pass.go).
 func (s *NodeSync) SyncOnce(ctx context.Context) error {
 	s.pass.Lock()
 	defer s.pass.Unlock()
 	start := time.Now()
+	store := s.c.Store()
 	var (
-		nodes []ironic.Node
-		asOf  time.Time // Ironic's clock when it answered the pass's first listing
-		full  bool
-		err   error
+		p    *pass
+		asOf time.Time // Ironic's clock when it answered the pass's first listing
+		err  error
 	)
 	listed := s.now()
-	if s.watermark.IsZero() || listed.Sub(s.lastFull) >= s.cfg.FullSyncInterval {
-		full = true
-	} else if nodes, asOf, full, err = s.listChanged(ctx); err != nil {
-		return err
+	full := s.watermark.IsZero() || listed.Sub(s.lastFull) >= s.cfg.FullSyncInterval
+	if !full {
+		p = s.newPass(store, false)
+		if asOf, full, err = s.listChanged(ctx, p); err != nil {
+			return err
+		}
 	}
 	if full {
+		p = s.newPass(store, true)
+		visit := func(n ironic.Node) error { return p.observe(ctx, n) }
 		if s.cfg.BriefFullPass {
-			nodes, asOf, err = s.ir.ListNodesBrief(ctx)
+			asOf, err = s.ir.VisitNodesBrief(ctx, visit)
 		} else {
-			nodes, asOf, err = s.ir.ListNodesSorted(ctx, ironic.ListOptions{})
+			asOf, err = s.ir.VisitNodes(ctx, ironic.ListOptions{}, visit)
 		}
 		if err != nil {
 			return err
 		}
-	}
-	store := s.c.Store()
-	var upserts []fsm.Node
-	var missing []string
-	retry := false
-	if full {
 		s.passes.WithLabelValues("full").Inc()
-		upserts, missing, retry = s.diffAll(store, nodes)
 	} else {
 		s.passes.WithLabelValues("changes").Inc()
-		upserts, retry = s.diffChanged(store, nodes)
 	}
-	s.hold(nodes, full)
+	if err := p.finish(ctx); err != nil {
+		return err
+	}
+	p.keepHeld()
 	held := slices.Collect(maps.Values(s.held))
 	s.reap(ctx, held)
 	s.reapOrphans(ctx, held)
-	legacy := s.legacyInventory(store)
-	flagChanged := store.LegacyInventory() != legacy
-	first := true
-	for len(upserts) > 0 || len(missing) > 0 || (first && (flagChanged || retry)) {
-		cmd := &fsm.SyncNodes{}
-		if first {
-			cmd.LegacyInventory = &legacy
-			first = false
-		}
-		flips := cmd.LegacyInventory != nil && *cmd.LegacyInventory != store.LegacyInventory()
-		k := min(len(upserts), maxSyncBatch)
-		cmd.Upserts, upserts = upserts[:k], upserts[k:]
-		if len(upserts) == 0 {
-			cmd.Missing, missing = missing, nil
-		}
-		if _, err := s.c.Propose(ctx, cmd); err != nil {
-			return err
-		}
-		s.reportConflicts(cmd, flips)
-		if len(cmd.Upserts)+len(cmd.Missing) > 0 {
-			s.log.Debug("node mirror updated", "changed", len(cmd.Upserts), "missing", len(cmd.Missing), "full", full)
-		}
-	}
-	// Only a pass whose changes are all committed moves the watermark: a
-	// failed one is listed again.
-	s.watermark = s.nextWatermark(asOf, nodes, full)
+	// Only a pass whose listings completed and whose changes are all
+	// committed moves the watermark: a failed one is listed again.
+	s.watermark = s.nextWatermark(asOf, p.latest, full)
 	if full {
 		s.lastFull = listed
 	}
 	s.duration.Observe(time.Since(start).Seconds())
 	return nil
-}
-
-// diffAll compares a listing of every node with the whole mirror: the
-// nodes new or changed, those absent from the listing, and whether any
-// node holds a refused inventory (retried at every sync).
-func (s *NodeSync) diffAll(store *fsm.Store, nodes []ironic.Node) (upserts []fsm.Node, missing []string, retry bool) {
-	mirror := map[string]fsm.Node{}
-	clear(s.conflicted)
-	for _, n := range store.Nodes() {
-		mirror[n.UUID] = n
-		if n.InventoryConflict != "" {
-			s.conflicted[n.UUID] = true
-		}
-	}
-	seen := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		m := MirrorNode(n)
-		seen[m.UUID] = true
-		if old, ok := mirror[m.UUID]; ok && !old.Missing && old.SameObservation(m) {
-			continue
-		}
-		upserts = append(upserts, m)
-	}
-	for _, id := range slices.Sorted(maps.Keys(mirror)) {
-		if !seen[id] && !mirror[id].Missing {
-			missing = append(missing, id)
-		}
-	}
-	return upserts, missing, len(s.conflicted) > 0
-}
-
-// diffChanged compares the nodes a pass listed as changed with their
-// mirror entries only, and tells whether a node known to hold a refused
-// inventory still does.
-func (s *NodeSync) diffChanged(store *fsm.Store, nodes []ironic.Node) (upserts []fsm.Node, retry bool) {
-	for _, n := range nodes {
-		m := MirrorNode(n)
-		if old, err := store.Node(m.UUID); err == nil && !old.Missing && old.SameObservation(m) {
-			continue
-		}
-		upserts = append(upserts, m)
-	}
-	for id := range s.conflicted {
-		if n, err := store.Node(id); err == nil && n.InventoryConflict != "" {
-			retry = true
-			continue
-		}
-		delete(s.conflicted, id)
-	}
-	return upserts, retry
 }
 
 // legacyInventory is the value of the legacy inventory workaround to
@@ -351,16 +278,6 @@ func (s *NodeSync) legacyInventory(store *fsm.Store) bool {
 		return store.LegacyInventory()
 	}
 	return v == "true"
-}
-
-// MirrorNode converts an Ironic node to its mirror entry.
-func MirrorNode(n ironic.Node) fsm.Node {
-	traits := slices.Clone(n.Traits)
-	slices.Sort(traits)
-	return fsm.Node{UUID: n.UUID, Name: n.Name, ResourceClass: n.ResourceClass, ProvisionState: n.ProvisionState,
-		PowerState: n.PowerState, Maintenance: n.Maintenance, Properties: maps.Clone(n.Properties),
-		Capabilities: maps.Clone(n.Capabilities), Traits: traits, InstanceUUID: n.InstanceUUID,
-		AllocationUUID: n.AllocationUUID}
 }
 
 // reportConflicts logs and counts, once per node for the whole cluster,
@@ -389,13 +306,13 @@ func (s *NodeSync) reportConflicts(cmd *fsm.SyncNodes, flips bool) {
 		return
 	}
 	for _, n := range cmd.Upserts {
-		if m, err := store.Node(n.UUID); err == nil {
-			report(m)
+		if reason, since, ok := store.NodeConflict(n.UUID); ok {
+			report(fsm.Node{UUID: n.UUID, InventoryConflict: reason, ConflictSince: since})
 		}
 	}
 	for _, id := range cmd.Missing {
-		if m, err := store.Node(id); err == nil {
-			report(m)
+		if reason, since, ok := store.NodeConflict(id); ok {
+			report(fsm.Node{UUID: id, InventoryConflict: reason, ConflictSince: since})
 		}
 	}
 }
