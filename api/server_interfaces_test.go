@@ -124,17 +124,21 @@ func TestServerInterfaces(t *testing.T) {
 	// The owner, played: each interface request is done at once; an
 	// attach of network B gets newPort, one of her port takes it over,
 	// an attach with the fixed address 192.0.2.99 fails.
-	stop := make(chan struct{})
-	defer close(stop)
+	// It ends before the test does (the harness's Close clears the
+	// peer's Node as the test's cleanup runs).
+	stop, ended := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-ended }()
+	peer := e.peer.Node
 	go func() {
-		store := e.peer.Node.Store()
+		defer close(ended)
+		store := peer.Store()
 		for {
 			idx := store.AppliedIndex()
 			if in := store.ServerNet(server).Interface; in != nil && !in.Done {
 				fin := &fsm.FinishInterfaceAction{ID: server, Host: s.Host, Epoch: s.Epoch, Kind: in.Kind, RequestedAt: in.RequestedAt}
 				switch {
 				case in.Kind == fsm.ActionDetachInterface:
-					_, _ = e.peer.Node.Propose(context.Background(), &fsm.ForgetServerPort{ID: server, Host: s.Host, Epoch: s.Epoch, PortID: in.PortID})
+					_, _ = peer.Propose(context.Background(), &fsm.ForgetServerPort{ID: server, Host: s.Host, Epoch: s.Epoch, PortID: in.PortID})
 				case in.FixedIP == "192.0.2.99":
 					fin.Fault = "Neutron refused the address"
 				default:
@@ -144,11 +148,11 @@ func TestServerInterfaces(t *testing.T) {
 					}
 					nt.put(neutron.Port{ID: id, NetworkID: netB, ProjectID: "demo-a", DeviceID: server, MACAddress: "fa:16:3e:00:00:02", Status: "DOWN",
 						FixedIPs: []neutron.FixedIP{{SubnetID: "sub-b", IPAddress: "198.51.100.5"}}})
-					_, _ = e.peer.Node.Propose(context.Background(), &fsm.RecordServerPort{ID: server, Host: s.Host, Epoch: s.Epoch,
+					_, _ = peer.Propose(context.Background(), &fsm.RecordServerPort{ID: server, Host: s.Host, Epoch: s.Epoch,
 						Port: fsm.ServerPort{ID: id, NetworkID: netB}})
 					fin.PortID = id
 				}
-				_, _ = e.peer.Node.Propose(context.Background(), fin)
+				_, _ = peer.Propose(context.Background(), fin)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			_ = store.WaitApplied(ctx, idx+1)

@@ -101,10 +101,14 @@ func TestServerSecurityGroups(t *testing.T) {
 	}
 
 	// The owner, played: each request done at once on both ports.
-	stop := make(chan struct{})
-	defer close(stop)
+	// It ends before the test does (the harness's Close clears the
+	// peer's Node as the test's cleanup runs).
+	stop, ended := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-ended }()
+	peer := e.peer.Node
 	go func() {
-		store := e.peer.Node.Store()
+		defer close(ended)
+		store := peer.Store()
 		for {
 			idx := store.AppliedIndex()
 			if req := store.ServerNet(server).SecurityGroup; req != nil && !req.Done {
@@ -121,7 +125,7 @@ func TestServerSecurityGroups(t *testing.T) {
 				if req.Kind == fsm.ActionRemoveSecurityGroup && !found {
 					fin.Ports, fin.Code, fin.Fault = nil, 404, "Security group "+req.Group.Name+" not associated with the instance "+server
 				}
-				_, _ = e.peer.Node.Propose(context.Background(), fin)
+				_, _ = peer.Propose(context.Background(), fin)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			_ = store.WaitApplied(ctx, idx+1)
