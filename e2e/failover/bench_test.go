@@ -382,10 +382,14 @@ func (f *fixture) benchHostKill(t *testing.T) (gossipDead, down, reowned time.Du
 // and another peer to watch them through.
 func (f *fixture) pick(leader *e2e.Agent) (victim *e2e.Agent, lost map[string]string, obs *e2e.Agent) {
 	f.t.Helper()
-	srv, err := f.servers(f.other(leader))
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	// A peer just healed of the previous fault may not know the leader
+	// yet (its reads answer 503 until it does): the read is retried.
+	var srv map[string]server
+	f.poll("servers read before the fault", 30*time.Second, 100*time.Millisecond, func() error {
+		var err error
+		srv, err = f.servers(f.other(leader))
+		return err
+	})
 	victim = f.victim(srv, leader)
 	return victim, ownedBy(srv, victim.Name), f.other(leader, victim)
 }
