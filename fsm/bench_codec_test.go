@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/testkit"
 )
 
 // The codec benchmarks measure what every peer pays per log entry: the
@@ -151,7 +153,7 @@ func BenchmarkEncode(b *testing.B) {
 				}
 				b.SetBytes(int64(len(data)))
 				b.ReportAllocs()
-				cpu := processCPU()
+				cpu := testkit.ProcessCPU()
 				for b.Loop() {
 					if _, err := enc.encode(e.cmds[0]); err != nil {
 						b.Fatal(err)
@@ -173,7 +175,7 @@ func BenchmarkDecode(b *testing.B) {
 				}
 				b.SetBytes(int64(len(data)))
 				b.ReportAllocs()
-				cpu := processCPU()
+				cpu := testkit.ProcessCPU()
 				for b.Loop() {
 					if _, err := Decode(data); err != nil {
 						b.Fatal(err)
@@ -205,17 +207,17 @@ func BenchmarkApplyEntry(b *testing.B) {
 				base := snapshotBytes(b, s)
 				b.ReportAllocs()
 				var restoring time.Duration // CPU time of the restores, not counted
-				cpu := processCPU()
+				cpu := testkit.ProcessCPU()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					k := i % len(entries)
 					if k == 0 && i > 0 && len(entries) > 1 {
 						b.StopTimer()
-						start := processCPU()
+						start := testkit.ProcessCPU()
 						if err := s.Restore(bytes.NewReader(base)); err != nil {
 							b.Fatal(err)
 						}
-						restoring += processCPU() - start
+						restoring += testkit.ProcessCPU() - start
 						b.StartTimer()
 					}
 					r := s.Apply(s.AppliedIndex()+1, entries[k])

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/testkit"
 )
 
 // BenchmarkApplyServerChurn is the cost of Apply for the entries that
@@ -56,7 +58,7 @@ func BenchmarkApplyServerChurn(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu := testkit.ProcessCPU()
 	for _, e := range entries {
 		for _, data := range e {
 			apply(data)
@@ -95,7 +97,7 @@ func BenchmarkIndexServersScale(b *testing.B) {
 	defer s.mu.RUnlock()
 	ids := sortedIDs(s.st.servers)
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := testkit.ProcessCPU()
 	for b.Loop() {
 		ib := indexBuild{live: make([]liveEntry, 0, len(ids))}
 		for _, id := range ids {

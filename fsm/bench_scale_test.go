@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
@@ -85,7 +86,7 @@ func BenchmarkSnapshotScale(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var locked time.Duration
-	cpu := processCPU()
+	cpu := testkit.ProcessCPU()
 	for b.Loop() {
 		start := time.Now()
 		sn := s.Snapshot() // what holds the store's read lock
@@ -102,7 +103,7 @@ func BenchmarkSnapshotScale(b *testing.B) {
 // thread, the garbage collector's included): on a shared machine it
 // varies less than the wall time.
 func reportCPU(b *testing.B, cpu time.Duration) {
-	if now := processCPU(); now > 0 {
+	if now := testkit.ProcessCPU(); now > 0 {
 		b.ReportMetric(float64((now-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -116,13 +117,13 @@ func BenchmarkRestoreScale(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	r := New()
-	cpu := processCPU()
+	cpu := testkit.ProcessCPU()
 	for b.Loop() {
 		if err := r.Restore(bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpuPer := (processCPU() - cpu) / time.Duration(b.N)
+	cpuPer := (testkit.ProcessCPU() - cpu) / time.Duration(b.N)
 	reportCPU(b, cpu)
 	if got := r.Digest(); got != want {
 		b.Fatalf("restored digest %s, want %s", got, want)

@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/api/core"
 	"github.com/corral-dev/corral/cluster"
 	"github.com/corral-dev/corral/fsm"
+	"github.com/corral-dev/corral/testkit"
 	"github.com/corral-dev/corral/testkit/benchrow"
 )
 
@@ -143,7 +144,7 @@ func BenchmarkServerList(b *testing.B) {
 					target := "/servers?" + q.query(st)
 					b.ReportAllocs()
 					b.ResetTimer()
-					cpu := processCPU()
+					cpu := testkit.ProcessCPU()
 					for b.Loop() {
 						rec := httptest.NewRecorder()
 						c := e.NewContext(httptest.NewRequest(http.MethodGet, target, nil), rec)
@@ -154,7 +155,7 @@ func BenchmarkServerList(b *testing.B) {
 						}
 					}
 					perList[b.Name()] = b.Elapsed() / time.Duration(b.N)
-					if now := processCPU(); now > 0 {
+					if now := testkit.ProcessCPU(); now > 0 {
 						// The process's CPU per list (the garbage collector's
 						// included): on a shared machine it varies less than
 						// the wall time.

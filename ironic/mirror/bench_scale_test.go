@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,11 +70,11 @@ func BenchmarkMirrorScale(b *testing.B) {
 		}
 
 		start := time.Now()
-		cpu0 := processCPU()
+		cpu0 := testkit.ProcessCPU()
 		if err := ns.SyncOnce(ctx); err != nil {
 			b.Fatalf("first sync: %v", err)
 		}
-		firstLeader, firstCPU := time.Since(start), processCPU()-cpu0
+		firstLeader, firstCPU := time.Since(start), testkit.ProcessCPU()-cpu0
 		fmt.Fprintf(os.Stderr, "first sync pass on the leader: %s wall, %s CPU\n", firstLeader, firstCPU)
 		testkit.Eventually(b, 5*time.Minute, func() error {
 			for _, p := range h.Running() {
@@ -92,33 +91,33 @@ func BenchmarkMirrorScale(b *testing.B) {
 
 		// The background: raft heartbeats and gossip of three peers, idle.
 		const idle = 3 * time.Second
-		cpu0 = processCPU()
-		time.Sleep(idle)                                         // measuring the idle process over a fixed interval, not waiting for a state
-		background := float64(processCPU()-cpu0) / float64(idle) // CPU seconds per second
+		cpu0 = testkit.ProcessCPU()
+		time.Sleep(idle)                                                 // measuring the idle process over a fixed interval, not waiting for a state
+		background := float64(testkit.ProcessCPU()-cpu0) / float64(idle) // CPU seconds per second
 		net := func(cpu, wall time.Duration) time.Duration {
 			return cpu - time.Duration(background*float64(wall))
 		}
 
 		// A bare full listing: the simulator's and the client's share of a
 		// full pass.
-		cpu0, t0 := processCPU(), time.Now()
+		cpu0, t0 := testkit.ProcessCPU(), time.Now()
 		nodes, _, err := c.ListNodesBrief(ctx)
 		if err != nil || len(nodes) != n {
 			b.Fatalf("listing: %d nodes, %v", len(nodes), err)
 		}
-		listWall, listCPU := time.Since(t0), processCPU()-cpu0
+		listWall, listCPU := time.Since(t0), testkit.ProcessCPU()-cpu0
 		nodes = nil
 
 		// Steady passes: nothing changed, nothing is committed.
 		const passes = 3
 		idx0 := leader.Node.Store().AppliedIndex()
-		cpu0, t0 = processCPU(), time.Now()
+		cpu0, t0 = testkit.ProcessCPU(), time.Now()
 		for range passes {
 			if err := ns.SyncOnce(ctx); err != nil {
 				b.Fatalf("steady sync: %v", err)
 			}
 		}
-		steadyWall, steadyCPU := time.Since(t0)/passes, (processCPU()-cpu0)/passes
+		steadyWall, steadyCPU := time.Since(t0)/passes, (testkit.ProcessCPU()-cpu0)/passes
 		if idx := leader.Node.Store().AppliedIndex(); idx-idx0 > 3 {
 			b.Logf("steady passes: %d entries applied meanwhile (hosts' own writes)", idx-idx0)
 		}
@@ -128,11 +127,11 @@ func BenchmarkMirrorScale(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu0, t0 = processCPU(), time.Now()
+		cpu0, t0 = testkit.ProcessCPU(), time.Now()
 		if err := full.SyncOnce(ctx); err != nil {
 			b.Fatalf("full sync: %v", err)
 		}
-		fullWall, fullCPU := time.Since(t0), processCPU()-cpu0
+		fullWall, fullCPU := time.Since(t0), testkit.ProcessCPU()-cpu0
 		cancel()
 
 		b.ReportMetric(firstAll.Seconds(), "first-mirror-s")
@@ -170,15 +169,6 @@ func heapInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
-}
-
-// processCPU is the user and system CPU time of the whole process.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rss is the process's resident set size (0 when /proc is absent).
