@@ -99,7 +99,7 @@ func (rep report) lines(labels map[string]string) []line {
 			if r.Scale != "" {
 				size += ": " + r.Scale
 			}
-			value := formatValue(r.Value)
+			value := formatRow(r)
 			if r.Skipped != "" {
 				value = "skipped: " + r.Skipped
 			}
@@ -173,6 +173,34 @@ func formatValue(v float64) string {
 		}
 		return s
 	}
+}
+
+// formatRow is formatValue of r's value, with more digits where those
+// would read as meeting a goal the value misses (1.105 against <= 1.1
+// shows as 1.105, not 1.1), or the other way round.
+func formatRow(r benchrow.Row) string {
+	s := formatValue(r.Value)
+	if r.Goal == "" {
+		return s
+	}
+	verdict := r.Verdict()
+	for more := 1; more <= 6; more++ {
+		shown, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+		if err != nil {
+			return s
+		}
+		r2 := r
+		r2.Value = shown
+		if r2.Verdict() == verdict {
+			return s
+		}
+		if math.Abs(r.Value) >= 100 {
+			s = strconv.FormatFloat(r.Value, 'f', more, 64)
+		} else {
+			s = strconv.FormatFloat(r.Value, 'g', 3+more, 64)
+		}
+	}
+	return s
 }
 
 func thousands(n int64) string {

@@ -223,3 +223,28 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// A value that misses its goal by less than its shown digits is shown
+// with the digits that tell it from the goal: 1.105 against "<= 1.1" is
+// not "1.1 … no".
+func TestFormatRowShowsWhyAGoalIsMissed(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		goal string
+		want string
+	}{
+		{1.104834271, "<= 1.1", "1.105"},
+		{0.79969, ">= 0.8", "0.7997"},
+		{1.1, "<= 1.1", "1.1"},
+		{1.09, "<= 1.1", "1.09"},
+		{0.645, ">= 0.8", "0.645"},
+		{823.4, ">= 1000", "823"},
+		{999.6, ">= 1000", "999.6"},
+		{0, "= 0", "0"},
+		{2, "", "2"},
+	} {
+		if got := formatRow(benchrow.Row{Value: c.v, Goal: c.goal}); got != c.want {
+			t.Errorf("formatRow(%v, %q) = %q, want %q", c.v, c.goal, got, c.want)
+		}
+	}
+}
